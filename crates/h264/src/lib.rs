@@ -1,0 +1,1 @@
+//! H.264 access-unit parsing and frame classification

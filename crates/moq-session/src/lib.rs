@@ -1,0 +1,1 @@
+//! MoQ Transport sessions over QUIC (quinn): publisher and subscriber

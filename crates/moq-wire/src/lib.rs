@@ -1,0 +1,1 @@
+//! MoQ Transport wire codec (draft-ietf-moq-transport-14), free of I/O

@@ -1,0 +1,1 @@
+//! GStreamer plugin moqsrc.

@@ -1,0 +1,1 @@
+//! Trace-driven userspace UDP bottleneck link emulator

@@ -18,7 +18,7 @@ const POLL: Duration = Duration::from_millis(10);
 /// Writes the log until the link has stopped; an I/O error ends logging with a message.
 pub(crate) fn run(shared: &Shared, mut out: BufWriter<File>) {
     if let Err(e) = write_log(shared, &mut out).and_then(|()| out.flush()) {
-        eprintln!("linkem: writing the log failed: {e}");
+        let _ = writeln!(io::stderr(), "linkem: writing the log failed: {e}");
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +25,12 @@ use crate::sock;
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 /// The emitter sleeps in the OS until this long before a deadline, then yields until it: OS
-/// wake-ups are late by tens of µs, and spinning all the time would take a core.
-const SPIN_MARGIN: Duration = Duration::from_micros(200);
+/// wake-ups are late by tens of µs (measured here: median ~40 µs, 99th percentile ~100 µs
+/// with a 1 µs timer slack), and spinning all the time would take a core.
+const SPIN_MARGIN: Duration = Duration::from_micros(120);
+/// Timer slack of the emitter thread, in ns. The default of 50 µs lets the kernel delay our
+/// wake-ups to batch them with others, which the spin margin would have to cover.
+const TIMER_SLACK_NS: libc::c_ulong = 1000;
 /// Larger than any UDP payload, so no datagram is ever truncated.
 const MAX_DATAGRAM: usize = 65536;
 
@@ -192,7 +196,11 @@ impl DirState {
         self.totals.bytes_send_failed += len as u64;
         if !self.warned {
             self.warned = true;
-            eprintln!("linkem: {name}: send failed: {e} (further failures are only counted)");
+            // Not eprintln!: a closed stderr must not panic a relay thread.
+            let _ = writeln!(
+                io::stderr(),
+                "linkem: {name}: datagram not sent: {e} (further failures are only counted)"
+            );
         }
     }
 
@@ -294,6 +302,9 @@ impl Direction {
     /// Sends packets when they are due until `stop` is set; what is still queued then is
     /// abandoned (and shows as in the link in the totals).
     fn run_emitter(&self, stop: &AtomicBool) {
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and only affects the calling
+        // thread; failing leaves the default slack, which the spin margin mostly covers.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
         let mut due: Vec<Packet> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let next = {

@@ -18,7 +18,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// The recorder gives up after this long without a packet (the queue has drained by then).
-const IDLE: Duration = Duration::from_secs(1);
+const IDLE: Duration = Duration::from_millis(500);
 
 struct Run {
     arrivals: Vec<Arrival>,

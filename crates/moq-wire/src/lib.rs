@@ -1,1 +1,23 @@
-//! MoQ Transport wire codec (draft-ietf-moq-transport-14), free of I/O
+//! MoQ Transport wire codec, free of I/O.
+//!
+//! The crate turns protocol values into bytes and back; it never touches a socket, a runtime
+//! or a clock, so a session layer can drive it from whatever transport it has and tests can
+//! exercise it with plain byte strings.
+//!
+//! Version-independent pieces live at the top level ([`varint`], [`DecodeError`],
+//! [`EncodeError`]); everything that a draft may change lives in a module per draft, so a later
+//! draft can be added beside [`draft14`] and chosen at run time (by ALPN).
+//!
+//! # Decoding convention
+//!
+//! Decoders take the bytes received so far and return the value together with the number of
+//! bytes it used. [`DecodeError::Incomplete`] means "read more and call again": the input is a
+//! valid prefix, nothing was consumed and nothing is wrong yet. Every other error is a protocol
+//! error and [`DecodeError::session_error_code`] gives the code to close the session with.
+
+mod cursor;
+pub mod draft14;
+mod error;
+pub mod varint;
+
+pub use error::{DecodeError, EncodeError};

@@ -1,0 +1,301 @@
+//! Building blocks shared by control messages and data streams: the field encodings of the
+//! draft's notational conventions and the small value types built from them.
+
+use crate::cursor::{read_u8, take};
+use crate::{DecodeError, EncodeError, varint};
+
+use super::{MAX_FULL_TRACK_NAME_LEN, MAX_NAMESPACE_FIELDS, MAX_REASON_PHRASE_LEN};
+
+/// A value with a fixed wire form that needs no outside context to read or write.
+pub(super) trait Wire: Sized {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError>;
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError>;
+}
+
+/// Reads a varint.
+pub(super) fn get(buf: &mut &[u8]) -> Result<u64, DecodeError> {
+    varint::decode(buf)
+}
+
+/// Writes a varint.
+pub(super) fn put(v: u64, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    varint::encode(v, out)
+}
+
+/// Writes a varint for encoders that cannot fail. Identifiers near 2^62 do not occur in
+/// practice, so overflowing one is treated as a bug in the caller.
+pub(super) fn put_infallible(v: u64, out: &mut Vec<u8>) {
+    if let Err(err) = varint::encode(v, out) {
+        panic!("{err}");
+    }
+}
+
+/// Writes a length-prefixed byte string.
+pub(super) fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put(bytes.len() as u64, out)?;
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+/// Reads a length-prefixed byte string of at most `max` bytes. The limit is checked before
+/// waiting for the bytes, so an oversize length fails at once instead of looking incomplete.
+pub(super) fn read_bytes<'a>(
+    buf: &mut &'a [u8],
+    max: usize,
+    too_long: &'static str,
+) -> Result<&'a [u8], DecodeError> {
+    let len = get(buf)?;
+    if len > max as u64 {
+        return Err(DecodeError::ProtocolViolation(too_long));
+    }
+    take(buf, len)
+}
+
+/// Writes an 8-bit 0/1 field.
+pub(super) fn write_flag(flag: bool, out: &mut Vec<u8>) {
+    out.push(u8::from(flag));
+}
+
+/// Reads an 8-bit field that may only be 0 or 1.
+pub(super) fn read_flag(buf: &mut &[u8], invalid: &'static str) -> Result<bool, DecodeError> {
+    match read_u8(buf)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(DecodeError::ProtocolViolation(invalid)),
+    }
+}
+
+/// Writes a Reason Phrase: UTF-8 of at most [`MAX_REASON_PHRASE_LEN`] bytes.
+pub(super) fn write_reason(reason: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    if reason.len() > MAX_REASON_PHRASE_LEN {
+        return Err(EncodeError::Invalid("reason phrase longer than 1024 bytes"));
+    }
+    write_bytes(reason.as_bytes(), out)
+}
+
+/// Reads a Reason Phrase. Invalid UTF-8 is rejected rather than repaired so that what is
+/// decoded can always be sent on unchanged.
+pub(super) fn read_reason(buf: &mut &[u8]) -> Result<String, DecodeError> {
+    let bytes = read_bytes(
+        buf,
+        MAX_REASON_PHRASE_LEN,
+        "reason phrase longer than 1024 bytes",
+    )?;
+    read_utf8(bytes, "reason phrase is not UTF-8")
+}
+
+/// Copies bytes into a `String`, rejecting invalid UTF-8.
+pub(super) fn read_utf8(bytes: &[u8], invalid: &'static str) -> Result<String, DecodeError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::ProtocolViolation(invalid))
+}
+
+/// A position in a track: the ordering (group first, then object) is the draft's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Location {
+    pub group: u64,
+    pub object: u64,
+}
+
+impl Location {
+    pub fn new(group: u64, object: u64) -> Self {
+        Self { group, object }
+    }
+}
+
+impl Wire for Location {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        put(self.group, out)?;
+        put(self.object, out)
+    }
+
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        Ok(Self {
+            group: get(buf)?,
+            object: get(buf)?,
+        })
+    }
+}
+
+const NAMESPACE_FIELDS: &str = "track namespace must have 1 to 32 fields";
+const NAME_TOO_LONG: &str = "full track name longer than 4096 bytes";
+
+/// The namespace half of a Full Track Name: an ordered tuple of 1 to 32 byte strings.
+///
+/// The field count is checked when encoding and decoding, as is the 4096-byte budget that the
+/// fields share with the track name (a namespace on its own gets the whole budget, since no
+/// track inside a longer one could be named).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TrackNamespace(pub Vec<Vec<u8>>);
+
+impl TrackNamespace {
+    /// Splits a `/`-separated path into fields: `"anon/demo"` becomes `("anon", "demo")`.
+    pub fn from_path(path: &str) -> Self {
+        Self(path.split('/').map(|f| f.as_bytes().to_vec()).collect())
+    }
+
+    /// Joins the fields with `/`, replacing bytes that are not UTF-8. For display and for
+    /// mapping to URL-like names; not an exact inverse when a field contains `/`.
+    pub fn to_path(&self) -> String {
+        let fields: Vec<_> = self.0.iter().map(|f| String::from_utf8_lossy(f)).collect();
+        fields.join("/")
+    }
+
+    /// True when `prefix`'s fields are the first fields of `self` (whole fields compared as
+    /// bytes), the matching rule of SUBSCRIBE_NAMESPACE.
+    pub fn starts_with(&self, prefix: &TrackNamespace) -> bool {
+        self.0.starts_with(&prefix.0)
+    }
+
+    /// Sum of the field lengths, the namespace's share of the Full Track Name limit.
+    pub fn byte_len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    /// Reads a namespace whose fields may use at most `budget` bytes in total.
+    fn read_within(buf: &mut &[u8], budget: usize) -> Result<Self, DecodeError> {
+        let count = get(buf)?;
+        if count == 0 || count > MAX_NAMESPACE_FIELDS as u64 {
+            return Err(DecodeError::ProtocolViolation(NAMESPACE_FIELDS));
+        }
+        let mut left = budget;
+        let mut fields = Vec::new();
+        for _ in 0..count {
+            let field = read_bytes(buf, left, NAME_TOO_LONG)?;
+            left -= field.len();
+            fields.push(field.to_vec());
+        }
+        Ok(Self(fields))
+    }
+}
+
+impl Wire for TrackNamespace {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self.0.is_empty() || self.0.len() > MAX_NAMESPACE_FIELDS {
+            return Err(EncodeError::Invalid(NAMESPACE_FIELDS));
+        }
+        if self.byte_len() > MAX_FULL_TRACK_NAME_LEN {
+            return Err(EncodeError::Invalid(NAME_TOO_LONG));
+        }
+        put(self.0.len() as u64, out)?;
+        self.0.iter().try_for_each(|field| write_bytes(field, out))
+    }
+
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        Self::read_within(buf, MAX_FULL_TRACK_NAME_LEN)
+    }
+}
+
+/// Writes a Full Track Name (namespace tuple, then the length-prefixed track name).
+pub(super) fn write_full_name(
+    namespace: &TrackNamespace,
+    name: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    if namespace.byte_len() + name.len() > MAX_FULL_TRACK_NAME_LEN {
+        return Err(EncodeError::Invalid(NAME_TOO_LONG));
+    }
+    namespace.write(out)?;
+    write_bytes(name, out)
+}
+
+/// Reads a Full Track Name, enforcing the shared 4096-byte budget.
+pub(super) fn read_full_name(buf: &mut &[u8]) -> Result<(TrackNamespace, Vec<u8>), DecodeError> {
+    let namespace = TrackNamespace::read_within(buf, MAX_FULL_TRACK_NAME_LEN)?;
+    let left = MAX_FULL_TRACK_NAME_LEN - namespace.byte_len();
+    let name = read_bytes(buf, left, NAME_TOO_LONG)?;
+    Ok((namespace, name.to_vec()))
+}
+
+/// Order in which groups are delivered. Requests may leave the choice to the publisher
+/// ([`GroupOrder::Publisher`]); replies must state the order actually used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum GroupOrder {
+    /// Use the original publisher's order (requests only).
+    #[default]
+    Publisher = 0,
+    Ascending = 1,
+    Descending = 2,
+}
+
+impl GroupOrder {
+    /// Writes the order as requested by a subscriber.
+    pub(super) fn write_requested(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+
+    /// Reads the order requested by a subscriber (0, 1 or 2).
+    pub(super) fn read_requested(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        match read_u8(buf)? {
+            0 => Ok(Self::Publisher),
+            1 => Ok(Self::Ascending),
+            2 => Ok(Self::Descending),
+            _ => Err(DecodeError::ProtocolViolation("group order above 2")),
+        }
+    }
+
+    /// Writes the order a publisher decided on; "publisher's choice" is not an answer.
+    pub(super) fn write_decided(self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self == Self::Publisher {
+            return Err(EncodeError::Invalid(
+                "group order in a reply must be ascending or descending",
+            ));
+        }
+        self.write_requested(out);
+        Ok(())
+    }
+
+    /// Reads the order a publisher decided on (1 or 2).
+    pub(super) fn read_decided(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        match Self::read_requested(buf)? {
+            Self::Publisher => Err(DecodeError::ProtocolViolation(
+                "group order in a reply must be ascending or descending",
+            )),
+            order => Ok(order),
+        }
+    }
+}
+
+/// Which objects a subscription delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FilterType {
+    /// From the first object of the group after the current largest one.
+    NextGroupStart,
+    /// From the object after the current largest one.
+    LargestObject,
+    /// From the given location on, open ended.
+    AbsoluteStart(Location),
+    /// From `start` up to and including group `end_group`.
+    AbsoluteRange { start: Location, end_group: u64 },
+}
+
+impl Wire for FilterType {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        match self {
+            Self::NextGroupStart => put(0x1, out),
+            Self::LargestObject => put(0x2, out),
+            Self::AbsoluteStart(start) => {
+                put(0x3, out)?;
+                start.write(out)
+            }
+            Self::AbsoluteRange { start, end_group } => {
+                put(0x4, out)?;
+                start.write(out)?;
+                put(*end_group, out)
+            }
+        }
+    }
+
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        match get(buf)? {
+            0x1 => Ok(Self::NextGroupStart),
+            0x2 => Ok(Self::LargestObject),
+            0x3 => Ok(Self::AbsoluteStart(Location::read(buf)?)),
+            0x4 => Ok(Self::AbsoluteRange {
+                start: Location::read(buf)?,
+                end_group: get(buf)?,
+            }),
+            _ => Err(DecodeError::ProtocolViolation("unknown filter type")),
+        }
+    }
+}

@@ -24,9 +24,10 @@ use crate::sock;
 
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
-/// The emitter sleeps in the OS until this long before a deadline, then yields until it: OS
+/// The emitter sleeps in the OS until this long before a deadline, then spins until it: OS
 /// wake-ups are late by tens of µs (measured here: median ~40 µs, 99th percentile ~100 µs
-/// with a 1 µs timer slack), and spinning all the time would take a core.
+/// with a 1 µs timer slack), and spinning all the time would take a core. It spins rather
+/// than yields: a yield hands the core to a busy neighbour for a whole time slice (ms).
 const SPIN_MARGIN: Duration = Duration::from_micros(120);
 /// Timer slack of the emitter thread, in ns. The default of 50 µs lets the kernel delay our
 /// wake-ups to batch them with others, which the spin margin would have to cover.
@@ -344,7 +345,7 @@ impl Direction {
 }
 
 /// Sleeps until `deadline` to within a few µs: an OS sleep until [`SPIN_MARGIN`] before it,
-/// then yielding (so other threads still run on a busy machine) until it passes.
+/// then a busy wait.
 fn sleep_until(deadline: Instant) {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -354,7 +355,7 @@ fn sleep_until(deadline: Instant) {
         if left > SPIN_MARGIN {
             thread::sleep(left - SPIN_MARGIN);
         } else {
-            thread::yield_now();
+            std::hint::spin_loop();
         }
     }
 }

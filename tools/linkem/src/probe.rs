@@ -111,6 +111,15 @@ impl Pace {
 /// relative to `base`. Datagram i is due at start + i × interval; a late sender catches up in
 /// a burst, so the average rate holds. Returns the number sent.
 pub fn send_paced(sock: &UdpSocket, to: SocketAddr, base: Instant, pace: Pace) -> io::Result<u64> {
+    if !(pace.rate_bps.is_finite() && pace.rate_bps > 0.0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "pace rate must be a positive number of bit/s (got {})",
+                pace.rate_bps
+            ),
+        ));
+    }
     let size = pace.size.max(HEADER_BYTES);
     let pace = Pace { size, ..pace };
     let mut buf = vec![0u8; size];

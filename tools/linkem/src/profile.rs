@@ -31,7 +31,8 @@ pub enum Error {
 /// Upper bounds that keep arithmetic finite and catch unit mistakes (ms written as s, …).
 const MAX_STEP_S: f64 = 1e7;
 const MIN_STEP_S: f64 = 0.001;
-const MAX_DELAY_MS: f64 = 60_000.0;
+/// Longest delay or jitter; also bounds [`Profile::with_delay`].
+const MAX_DELAY: Duration = Duration::from_secs(60);
 const MAX_RATE_KBIT: u64 = 100_000_000;
 const MAX_QUEUE_BYTES: u64 = 1 << 30;
 /// Length of the single step of [`Profile::constant`]; it is held after its end anyway.
@@ -162,13 +163,9 @@ impl RawStep {
                 self.rate_kbit
             )
         })?;
-        check_range(&format!("{at}.delay_ms"), self.delay_ms, 0.0, MAX_DELAY_MS)?;
-        check_range(
-            &format!("{at}.jitter_ms"),
-            self.jitter_ms,
-            0.0,
-            MAX_DELAY_MS,
-        )?;
+        let max_ms = MAX_DELAY.as_millis() as f64;
+        check_range(&format!("{at}.delay_ms"), self.delay_ms, 0.0, max_ms)?;
+        check_range(&format!("{at}.jitter_ms"), self.jitter_ms, 0.0, max_ms)?;
         check_range(&format!("{at}.loss"), self.loss, 0.0, 1.0)?;
         Ok(Step {
             duration: Duration::from_secs_f64(self.duration_s),
@@ -280,10 +277,10 @@ impl Profile {
         profile
     }
 
-    /// The same profile with `delay` on every step.
+    /// The same profile with `delay` (at most 60 s) on every step.
     pub fn with_delay(mut self, delay: Duration) -> Profile {
         for s in &mut self.steps {
-            s.delay = delay;
+            s.delay = delay.min(MAX_DELAY);
         }
         self
     }

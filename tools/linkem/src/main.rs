@@ -147,9 +147,10 @@ fn describe(p: Option<&Profile>) -> String {
     match p {
         None => "unshaped".to_owned(),
         Some(p) => format!(
-            "{} ({} steps, {:.1} s{}, queue {} B)",
+            "{} ({} step{}, {:.1} s{}, queue {} B)",
             p.name(),
             p.steps().len(),
+            if p.steps().len() == 1 { "" } else { "s" },
             p.duration().as_secs_f64(),
             if p.is_looped() { ", looped" } else { "" },
             p.queue_bytes()

@@ -10,10 +10,8 @@ pub mod nal_type {
     pub const SLICE_PARTITION_A: u8 = 2;
     /// Coded slice of an IDR picture.
     pub const IDR: u8 = 5;
-    pub const SEI: u8 = 6;
     pub const SPS: u8 = 7;
     pub const PPS: u8 = 8;
-    pub const AUD: u8 = 9;
 }
 
 /// How NAL units are delimited inside an access unit (the `stream-format` caps field).

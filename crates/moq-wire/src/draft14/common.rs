@@ -4,7 +4,9 @@
 use crate::cursor::{read_u8, take};
 use crate::{DecodeError, EncodeError, varint};
 
-use super::{MAX_FULL_TRACK_NAME_LEN, MAX_NAMESPACE_FIELDS, MAX_REASON_PHRASE_LEN};
+use super::{
+    MAX_FULL_TRACK_NAME_LEN, MAX_GOAWAY_URI_LEN, MAX_NAMESPACE_FIELDS, MAX_REASON_PHRASE_LEN,
+};
 
 /// A value with a fixed wire form that needs no outside context to read or write.
 pub(super) trait Wire: Sized {
@@ -65,28 +67,51 @@ pub(super) fn read_flag(buf: &mut &[u8], invalid: &'static str) -> Result<bool, 
     }
 }
 
-/// Writes a Reason Phrase: UTF-8 of at most [`MAX_REASON_PHRASE_LEN`] bytes.
-pub(super) fn write_reason(reason: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    if reason.len() > MAX_REASON_PHRASE_LEN {
-        return Err(EncodeError::Invalid("reason phrase longer than 1024 bytes"));
+/// A length-prefixed UTF-8 text field with a size limit, and the complaints to make about it.
+/// Invalid UTF-8 is rejected rather than repaired, so whatever decodes can be sent on unchanged.
+pub(super) struct Text {
+    max: usize,
+    too_long: &'static str,
+    not_utf8: &'static str,
+}
+
+impl Text {
+    pub(super) fn write(&self, text: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if text.len() > self.max {
+            return Err(EncodeError::Invalid(self.too_long));
+        }
+        write_bytes(text.as_bytes(), out)
     }
-    write_bytes(reason.as_bytes(), out)
+
+    pub(super) fn read(&self, buf: &mut &[u8]) -> Result<String, DecodeError> {
+        let bytes = read_bytes(buf, self.max, self.too_long)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::ProtocolViolation(self.not_utf8))
+    }
 }
 
-/// Reads a Reason Phrase. Invalid UTF-8 is rejected rather than repaired so that what is
-/// decoded can always be sent on unchanged.
-pub(super) fn read_reason(buf: &mut &[u8]) -> Result<String, DecodeError> {
-    let bytes = read_bytes(
-        buf,
-        MAX_REASON_PHRASE_LEN,
-        "reason phrase longer than 1024 bytes",
-    )?;
-    read_utf8(bytes, "reason phrase is not UTF-8")
-}
+/// The Reason Phrase of error messages.
+pub(super) const REASON_PHRASE: Text = Text {
+    max: MAX_REASON_PHRASE_LEN,
+    too_long: "reason phrase longer than 1024 bytes",
+    not_utf8: "reason phrase is not UTF-8",
+};
 
-/// Copies bytes into a `String`, rejecting invalid UTF-8.
-pub(super) fn read_utf8(bytes: &[u8], invalid: &'static str) -> Result<String, DecodeError> {
-    String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::ProtocolViolation(invalid))
+/// The New Session URI of GOAWAY.
+pub(super) const GOAWAY_URI: Text = Text {
+    max: MAX_GOAWAY_URI_LEN,
+    too_long: "GOAWAY URI longer than 8192 bytes",
+    not_utf8: "GOAWAY URI is not UTF-8",
+};
+
+/// A bare `u64` field is a varint.
+impl Wire for u64 {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        put(*self, out)
+    }
+
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        get(buf)
+    }
 }
 
 /// A position in a track: the ordering (group first, then object) is the draft's.

@@ -6,49 +6,37 @@
 use crate::cursor::{read_u8, read_u16, take};
 use crate::{DecodeError, EncodeError};
 
-use super::MAX_GOAWAY_URI_LEN;
 use super::common::{
-    FilterType, GroupOrder, Location, TrackNamespace, Wire, get, put, read_bytes, read_flag,
-    read_full_name, read_reason, read_utf8, write_bytes, write_flag, write_full_name, write_reason,
+    FilterType, GOAWAY_URI, GroupOrder, Location, REASON_PHRASE, TrackNamespace, Wire, get, put,
+    read_flag, read_full_name, write_flag, write_full_name,
 };
 use super::params::{Parameters, Scope};
 
-/// A bare `u64` field of a control message is a varint.
-impl Wire for u64 {
-    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        put(*self, out)
-    }
-
-    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
-        get(buf)
-    }
-}
-
-/// A `String` field of a control message is a Reason Phrase (the GOAWAY URI, the only other
-/// text field, is handled by hand).
+/// A `String` field of a control message is a Reason Phrase (GOAWAY, whose URI has a limit of
+/// its own, is written out by hand).
 impl Wire for String {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        write_reason(self, out)
+        REASON_PHRASE.write(self, out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
-        read_reason(buf)
+        REASON_PHRASE.read(buf)
     }
 }
 
 /// Parameters of a control message other than the setup messages.
 impl Wire for Parameters {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        Parameters::write(self, Scope::Message, out)
+        self.write_scoped(Scope::Message, out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
-        Parameters::read(buf, Scope::Message)
+        Parameters::read_scoped(buf, Scope::Message)
     }
 }
 
-/// Defines messages whose fields are each encoded on their own, in declaration order.
-macro_rules! plain_messages {
+/// Defines structs whose fields are encoded one after another, in declaration order.
+macro_rules! wire_structs {
     ($(
         $(#[$meta:meta])*
         $name:ident { $( $(#[$fmeta:meta])* $field:ident: $ty:ty ),* $(,)? }
@@ -72,7 +60,7 @@ macro_rules! plain_messages {
     )*};
 }
 
-plain_messages! {
+wire_structs! {
     /// MAX_REQUEST_ID: raises the limit on the peer's Request IDs.
     MaxRequestId {
         /// One more than the largest Request ID the peer may use.
@@ -187,7 +175,7 @@ impl Wire for ClientSetup {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         put(self.versions.len() as u64, out)?;
         self.versions.iter().try_for_each(|&v| put(v, out))?;
-        self.params.write(Scope::Setup, out)
+        self.params.write_scoped(Scope::Setup, out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -196,7 +184,7 @@ impl Wire for ClientSetup {
         for _ in 0..count {
             versions.push(get(buf)?);
         }
-        let params = Parameters::read(buf, Scope::Setup)?;
+        let params = Parameters::read_scoped(buf, Scope::Setup)?;
         Ok(Self { versions, params })
     }
 }
@@ -212,13 +200,13 @@ pub struct ServerSetup {
 impl Wire for ServerSetup {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         put(self.version, out)?;
-        self.params.write(Scope::Setup, out)
+        self.params.write_scoped(Scope::Setup, out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
         Ok(Self {
             version: get(buf)?,
-            params: Parameters::read(buf, Scope::Setup)?,
+            params: Parameters::read_scoped(buf, Scope::Setup)?,
         })
     }
 }
@@ -233,16 +221,12 @@ pub struct Goaway {
 
 impl Wire for Goaway {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if self.new_session_uri.len() > MAX_GOAWAY_URI_LEN {
-            return Err(EncodeError::Invalid("GOAWAY URI longer than 8192 bytes"));
-        }
-        write_bytes(self.new_session_uri.as_bytes(), out)
+        GOAWAY_URI.write(&self.new_session_uri, out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
-        let uri = read_bytes(buf, MAX_GOAWAY_URI_LEN, "GOAWAY URI longer than 8192 bytes")?;
         Ok(Self {
-            new_session_uri: read_utf8(uri, "GOAWAY URI is not UTF-8")?,
+            new_session_uri: GOAWAY_URI.read(buf)?,
         })
     }
 }
@@ -270,7 +254,7 @@ impl Wire for Subscribe {
         self.group_order.write_requested(out);
         write_flag(self.forward, out);
         self.filter.write(out)?;
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -284,7 +268,7 @@ impl Wire for Subscribe {
             group_order: GroupOrder::read_requested(buf)?,
             forward: read_flag(buf, FORWARD)?,
             filter: FilterType::read(buf)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -310,7 +294,7 @@ impl Wire for SubscribeOk {
         put(self.expires_ms, out)?;
         self.group_order.write_decided(out)?;
         write_largest(&self.largest, out)?;
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -320,7 +304,7 @@ impl Wire for SubscribeOk {
             expires_ms: get(buf)?,
             group_order: GroupOrder::read_decided(buf)?,
             largest: read_largest(buf)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -354,7 +338,7 @@ impl Wire for SubscribeUpdate {
         put(end, out)?;
         out.push(self.subscriber_priority);
         write_flag(self.forward, out);
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -365,7 +349,7 @@ impl Wire for SubscribeUpdate {
             end_group: get(buf)?.checked_sub(1),
             subscriber_priority: read_u8(buf)?,
             forward: read_flag(buf, FORWARD)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -394,7 +378,7 @@ impl Wire for Publish {
         self.group_order.write_decided(out)?;
         write_largest(&self.largest, out)?;
         write_flag(self.forward, out);
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -408,7 +392,7 @@ impl Wire for Publish {
             group_order: GroupOrder::read_decided(buf)?,
             largest: read_largest(buf)?,
             forward: read_flag(buf, FORWARD)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -432,7 +416,7 @@ impl Wire for PublishOk {
         out.push(self.subscriber_priority);
         self.group_order.write_decided(out)?;
         self.filter.write(out)?;
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -442,7 +426,7 @@ impl Wire for PublishOk {
             subscriber_priority: read_u8(buf)?,
             group_order: GroupOrder::read_decided(buf)?,
             filter: FilterType::read(buf)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -523,7 +507,7 @@ impl Wire for Fetch {
         out.push(self.subscriber_priority);
         self.group_order.write_requested(out);
         self.fetch_type.write(out)?;
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -532,7 +516,7 @@ impl Wire for Fetch {
             subscriber_priority: read_u8(buf)?,
             group_order: GroupOrder::read_requested(buf)?,
             fetch_type: FetchType::read(buf)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }
@@ -556,7 +540,7 @@ impl Wire for FetchOk {
         self.group_order.write_decided(out)?;
         write_flag(self.end_of_track, out);
         self.end_location.write(out)?;
-        Wire::write(&self.params, out)
+        self.params.write(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
@@ -565,7 +549,7 @@ impl Wire for FetchOk {
             group_order: GroupOrder::read_decided(buf)?,
             end_of_track: read_flag(buf, "end of track must be 0 or 1")?,
             end_location: Location::read(buf)?,
-            params: Wire::read(buf)?,
+            params: Parameters::read(buf)?,
         })
     }
 }

@@ -193,7 +193,7 @@ impl Parameters {
             .any(|&key| self.0.iter().filter(|p| p.key == key).count() > 1)
     }
 
-    pub(super) fn write(&self, scope: Scope, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    pub(super) fn write_scoped(&self, scope: Scope, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         if self.has_repeated_single(scope) {
             return Err(EncodeError::Invalid(REPEATED));
         }
@@ -201,7 +201,7 @@ impl Parameters {
         self.0.iter().try_for_each(|pair| pair.write(out))
     }
 
-    pub(super) fn read(buf: &mut &[u8], scope: Scope) -> Result<Self, DecodeError> {
+    pub(super) fn read_scoped(buf: &mut &[u8], scope: Scope) -> Result<Self, DecodeError> {
         let count = get(buf)?;
         let mut pairs = Vec::new();
         for _ in 0..count {

@@ -19,49 +19,10 @@ use h264::{
 const FRAMES: usize = 120;
 
 /// Per-picture view, compared between this crate and h264parse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Picture {
-    kind: Kind,
-    slice: Slice,
-}
-
-/// Ordered mirrors of the crate's enums, so tallies print in a stable order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Key,
-    Reference,
-    NonReference,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Slice {
-    I,
-    P,
-    B,
-    Sp,
-    Si,
-}
-
-impl From<FrameKind> for Kind {
-    fn from(kind: FrameKind) -> Self {
-        match kind {
-            FrameKind::Key => Kind::Key,
-            FrameKind::Reference => Kind::Reference,
-            FrameKind::NonReference => Kind::NonReference,
-        }
-    }
-}
-
-impl From<SliceType> for Slice {
-    fn from(slice: SliceType) -> Self {
-        match slice {
-            SliceType::I => Slice::I,
-            SliceType::P => Slice::P,
-            SliceType::B => Slice::B,
-            SliceType::Sp => Slice::Sp,
-            SliceType::Si => Slice::Si,
-        }
-    }
+    kind: FrameKind,
+    slice: SliceType,
 }
 
 struct Encoded {
@@ -243,16 +204,16 @@ fn parser_view(log: &str) -> Vec<Picture> {
         .into_iter()
         .map(|(nal_type, ref_idc, slice_type)| Picture {
             kind: match (nal_type, ref_idc) {
-                (5, _) => Kind::Key,
-                (_, 0) => Kind::NonReference,
-                _ => Kind::Reference,
+                (5, _) => FrameKind::Key,
+                (_, 0) => FrameKind::NonReference,
+                _ => FrameKind::Reference,
             },
             slice: match slice_type.expect("h264parse logged the picture's slice type") % 5 {
-                0 => Slice::P,
-                1 => Slice::B,
-                2 => Slice::I,
-                3 => Slice::Sp,
-                _ => Slice::Si,
+                0 => SliceType::P,
+                1 => SliceType::B,
+                2 => SliceType::I,
+                3 => SliceType::Sp,
+                _ => SliceType::Si,
             },
         })
         .collect()
@@ -300,8 +261,8 @@ fn check_against_h264parse(label: &str, encoded: &Encoded) -> Vec<Picture> {
             let info = classify(au, encoded.format)
                 .unwrap_or_else(|e| panic!("{label}: AU {i} does not classify: {e}"));
             Picture {
-                kind: info.kind.into(),
-                slice: info.slice_type.into(),
+                kind: info.kind,
+                slice: info.slice_type,
             }
         })
         .collect();
@@ -351,7 +312,7 @@ fn in_band_parameter_sets(label: &str, encoded: &Encoded) -> ParameterSets {
     sets
 }
 
-fn count(pictures: &[Picture], kind: Kind, slice: Slice) -> usize {
+fn count(pictures: &[Picture], kind: FrameKind, slice: SliceType) -> usize {
     pictures
         .iter()
         .filter(|p| p.kind == kind && p.slice == slice)
@@ -364,11 +325,11 @@ fn byte_stream_without_b_pyramid() {
     let encoded = encode("flat", false, "byte-stream");
     let ours = check_against_h264parse(label, &encoded);
     assert!(
-        count(&ours, Kind::NonReference, Slice::B) > 0,
+        count(&ours, FrameKind::NonReference, SliceType::B) > 0,
         "{label}: B frames"
     );
     assert_eq!(
-        count(&ours, Kind::Reference, Slice::B),
+        count(&ours, FrameKind::Reference, SliceType::B),
         0,
         "{label}: B frames are never referenced without a pyramid"
     );
@@ -393,11 +354,11 @@ fn byte_stream_with_b_pyramid() {
     let encoded = encode("pyramid", true, "byte-stream");
     let ours = check_against_h264parse(label, &encoded);
     assert!(
-        count(&ours, Kind::Reference, Slice::B) > 0,
+        count(&ours, FrameKind::Reference, SliceType::B) > 0,
         "{label}: reference B frames"
     );
     assert!(
-        count(&ours, Kind::NonReference, Slice::B) > 0,
+        count(&ours, FrameKind::NonReference, SliceType::B) > 0,
         "{label}: non-reference B frames"
     );
     in_band_parameter_sets(label, &encoded);
@@ -409,8 +370,14 @@ fn avc_with_b_pyramid() {
     let encoded = encode("avc", true, "avc");
     assert_eq!(encoded.format, StreamFormat::Avc { length_size: 4 });
     let ours = check_against_h264parse(label, &encoded);
-    assert!(count(&ours, Kind::Reference, Slice::B) > 0, "{label}");
-    assert!(count(&ours, Kind::NonReference, Slice::B) > 0, "{label}");
+    assert!(
+        count(&ours, FrameKind::Reference, SliceType::B) > 0,
+        "{label}"
+    );
+    assert!(
+        count(&ours, FrameKind::NonReference, SliceType::B) > 0,
+        "{label}"
+    );
 
     let in_band = in_band_parameter_sets(label, &encoded);
     let codec_data = encoded.codec_data.as_deref().unwrap();

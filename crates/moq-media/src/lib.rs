@@ -1,1 +1,19 @@
-//! Media mapping of H.264 onto MoQ tracks, groups and objects; receiver reorder and playout logic
+//! Media logic of the MoQ elements, free of sockets, clocks and GStreamer:
+//!
+//! - [`header`]: the per-frame header at the start of every video object payload;
+//! - [`catalog`]: the JSON catalog track;
+//! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
+//! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
+//! - [`playout`]: media time → running time for a live source.
+
+pub mod catalog;
+pub mod header;
+pub mod mapping;
+pub mod playout;
+pub mod reorder;
+
+pub use catalog::{Catalog, TrackRole};
+pub use header::FrameHeader;
+pub use mapping::{DeliveryMode, Mapper, Placement};
+pub use playout::PlayoutClock;
+pub use reorder::ReorderBuffer;

@@ -1,1 +1,28 @@
-//! MoQ Transport sessions over QUIC (quinn): publisher and subscriber
+//! MoQ Transport (draft-14) sessions over raw QUIC with quinn.
+//!
+//! - [`Server`] accepts sessions and serves a [`Broadcast`]; [`connect`] opens one.
+//! - A [`Session`] runs the control stream; [`Session::subscribe`] returns a
+//!   [`Subscription`] yielding [`TrackEvent`]s; peers' SUBSCRIBEs are served from the
+//!   session's broadcast with one QUIC stream per group, at the group's priority.
+//! - [`TrackProducer`] is the synchronous, never-blocking writing side for media code.
+//! - [`tls`] builds identities (self-signed or PEM) and trust policies (pinned
+//!   fingerprint, CA roots, insecure).
+
+pub mod blocking;
+mod control;
+mod endpoint;
+mod error;
+mod publish;
+mod session;
+mod subscribe;
+pub mod tls;
+mod track;
+mod url;
+
+pub use endpoint::{Server, ServerEvent, connect};
+pub use error::{RequestError, SessionError};
+pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use session::{Role, Session, SessionConfig};
+pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
+pub use track::{Broadcast, GroupWriter, TrackDelivery, TrackProducer};
+pub use url::{MoqUrl, UrlError, parse_namespace};

@@ -1,0 +1,186 @@
+//! The `catalog` track: a JSON document that tells a subscriber how to decode the
+//! video and which tracks carry it.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Name of the catalog track in every namespace.
+pub const CATALOG_TRACK: &str = "catalog";
+/// Name of the base-layer track (key and reference pictures, plus everything in `baseline`).
+pub const BASE_TRACK: &str = "video";
+/// Name of the enhancement-layer track (non-reference pictures, one group per frame).
+pub const ENHANCEMENT_TRACK: &str = "video-enh";
+
+/// Timestamps in frame headers count this many units per second.
+pub const TIMESCALE: u64 = 1_000_000;
+
+/// What a track carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrackRole {
+    /// Key and reference pictures; groups are GoPs.
+    Base,
+    /// Non-reference pictures only; every frame is its own group.
+    Enhancement,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrackEntry {
+    pub name: String,
+    pub role: TrackRole,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VideoInfo {
+    /// RFC 6381 codec string, e.g. `avc1.64001e`.
+    pub codec: String,
+    pub width: u32,
+    pub height: u32,
+    /// Frame rate as `[numerator, denominator]`, when the sender knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framerate: Option<[u32; 2]>,
+    /// AVCDecoderConfigurationRecord (SPS and PPS), hex encoded.
+    pub avcc: String,
+    /// Frames per GoP, when the sender has observed a regular GoP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gop_frames: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    pub version: u32,
+    /// Units per second of the timestamps in frame headers.
+    pub timescale: u64,
+    /// The sender's delivery mode, for information (`baseline`, `skip-gops`, ...).
+    pub delivery: String,
+    pub video: VideoInfo,
+    pub tracks: Vec<TrackEntry>,
+}
+
+#[derive(Debug, Error)]
+pub enum CatalogError {
+    #[error("catalog is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unsupported catalog version {0}")]
+    Version(u32),
+    #[error("catalog avcC is not valid hex")]
+    Hex,
+    #[error("catalog lists no base track")]
+    NoBaseTrack,
+}
+
+impl Catalog {
+    pub const VERSION: u32 = 1;
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("catalog serialises")
+    }
+
+    pub fn from_json(data: &[u8]) -> Result<Catalog, CatalogError> {
+        let catalog: Catalog = serde_json::from_slice(data)?;
+        if catalog.version != Self::VERSION {
+            return Err(CatalogError::Version(catalog.version));
+        }
+        catalog.avcc()?;
+        catalog
+            .track(TrackRole::Base)
+            .ok_or(CatalogError::NoBaseTrack)?;
+        Ok(catalog)
+    }
+
+    /// The decoder configuration record as bytes.
+    pub fn avcc(&self) -> Result<Vec<u8>, CatalogError> {
+        hex_decode(&self.video.avcc).ok_or(CatalogError::Hex)
+    }
+
+    /// The name of the track with the given role, if the catalog lists one.
+    pub fn track(&self, role: TrackRole) -> Option<&str> {
+        self.tracks
+            .iter()
+            .find(|t| t.role == role)
+            .map(|t| t.name.as_str())
+    }
+}
+
+pub fn hex_encode(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Catalog {
+        Catalog {
+            version: Catalog::VERSION,
+            timescale: TIMESCALE,
+            delivery: "combined".into(),
+            video: VideoInfo {
+                codec: "avc1.64001e".into(),
+                width: 320,
+                height: 240,
+                framerate: Some([24, 1]),
+                avcc: hex_encode(&[1, 0x64, 0, 0x1e, 0xff]),
+                gop_frames: None,
+            },
+            tracks: vec![
+                TrackEntry {
+                    name: BASE_TRACK.into(),
+                    role: TrackRole::Base,
+                },
+                TrackEntry {
+                    name: ENHANCEMENT_TRACK.into(),
+                    role: TrackRole::Enhancement,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let json = sample().to_json();
+        let text = std::str::from_utf8(&json).unwrap();
+        assert!(text.contains("\"role\":\"enhancement\""), "{text}");
+        assert!(!text.contains("gop_frames"), "{text}");
+        let back = Catalog::from_json(&json).unwrap();
+        assert_eq!(back, sample());
+        assert_eq!(back.avcc().unwrap(), [1, 0x64, 0, 0x1e, 0xff]);
+        assert_eq!(back.track(TrackRole::Enhancement), Some(ENHANCEMENT_TRACK));
+    }
+
+    #[test]
+    fn bad_catalogs_are_refused() {
+        assert!(matches!(
+            Catalog::from_json(b"{not json"),
+            Err(CatalogError::Json(_))
+        ));
+        let mut c = sample();
+        c.version = 9;
+        assert!(matches!(
+            Catalog::from_json(&c.to_json()),
+            Err(CatalogError::Version(9))
+        ));
+        let mut c = sample();
+        c.video.avcc = "0g".into();
+        assert!(matches!(
+            Catalog::from_json(&c.to_json()),
+            Err(CatalogError::Hex)
+        ));
+        let mut c = sample();
+        c.tracks.retain(|t| t.role != TrackRole::Base);
+        assert!(matches!(
+            Catalog::from_json(&c.to_json()),
+            Err(CatalogError::NoBaseTrack)
+        ));
+    }
+}

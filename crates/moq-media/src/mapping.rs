@@ -1,0 +1,266 @@
+//! Mapping of access units onto MoQ tracks, groups and objects, and the QUIC send
+//! priority of the stream each one travels on (DESIGN.md §4–§5).
+
+use crate::catalog::TrackRole;
+use h264::FrameKind;
+
+/// How moqsink maps frames to streams and prioritises them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum DeliveryMode {
+    /// One stream per GoP, older GoPs first: behaves like a single in-order stream.
+    #[default]
+    Baseline,
+    /// As baseline for key/reference pictures; every non-reference picture goes on its
+    /// own stream of the enhancement track, newest first, below every base stream.
+    DeprioritizeB,
+    /// One stream per GoP, newest GoP first, so the receiver can jump to the live edge.
+    SkipGops,
+    /// Newest GoP first for the base layer plus the deprioritised enhancement layer.
+    Combined,
+}
+
+impl DeliveryMode {
+    pub const ALL: [DeliveryMode; 4] = [
+        DeliveryMode::Baseline,
+        DeliveryMode::DeprioritizeB,
+        DeliveryMode::SkipGops,
+        DeliveryMode::Combined,
+    ];
+
+    /// Whether non-reference pictures travel on the separate enhancement track.
+    pub fn splits_layers(self) -> bool {
+        matches!(self, DeliveryMode::DeprioritizeB | DeliveryMode::Combined)
+    }
+
+    /// Whether a newer base group pre-empts older ones.
+    pub fn newest_group_first(self) -> bool {
+        matches!(self, DeliveryMode::SkipGops | DeliveryMode::Combined)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DeliveryMode::Baseline => "baseline",
+            DeliveryMode::DeprioritizeB => "deprioritize-b",
+            DeliveryMode::SkipGops => "skip-gops",
+            DeliveryMode::Combined => "combined",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<DeliveryMode> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// Where one access unit goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub role: TrackRole,
+    pub group: u64,
+    pub object: u64,
+    /// The frame opens a new group (and therefore a new stream).
+    pub starts_group: bool,
+    /// The base-layer group current when the frame was produced.
+    pub base_group: u64,
+    /// Ordinal of the newest base-layer frame at or before this one (see `FrameHeader`).
+    pub base_index: u64,
+}
+
+/// Assigns groups and objects to access units in decode order.
+#[derive(Debug, Clone)]
+pub struct Mapper {
+    mode: DeliveryMode,
+    base_group: Option<u64>,
+    next_base_object: u64,
+    next_enhancement_group: u64,
+    base_frames: u64,
+}
+
+impl Mapper {
+    pub fn new(mode: DeliveryMode) -> Mapper {
+        Mapper {
+            mode,
+            base_group: None,
+            next_base_object: 0,
+            next_enhancement_group: 0,
+            base_frames: 0,
+        }
+    }
+
+    pub fn mode(&self) -> DeliveryMode {
+        self.mode
+    }
+
+    /// Places the next access unit. Returns `None` for frames before the first keyframe:
+    /// nothing could decode them.
+    pub fn place(&mut self, kind: FrameKind) -> Option<Placement> {
+        if kind == FrameKind::Key {
+            let group = self.base_group.map_or(0, |g| g + 1);
+            self.base_group = Some(group);
+            self.next_base_object = 1;
+            self.base_frames += 1;
+            return Some(Placement {
+                role: TrackRole::Base,
+                group,
+                object: 0,
+                starts_group: true,
+                base_group: group,
+                base_index: self.base_frames - 1,
+            });
+        }
+        let base_group = self.base_group?;
+        if kind == FrameKind::NonReference && self.mode.splits_layers() {
+            let group = self.next_enhancement_group;
+            self.next_enhancement_group += 1;
+            return Some(Placement {
+                role: TrackRole::Enhancement,
+                group,
+                object: 0,
+                starts_group: true,
+                base_group,
+                base_index: self.base_frames - 1,
+            });
+        }
+        let object = self.next_base_object;
+        self.next_base_object += 1;
+        self.base_frames += 1;
+        Some(Placement {
+            role: TrackRole::Base,
+            group: base_group,
+            object,
+            starts_group: false,
+            base_group,
+            base_index: self.base_frames - 1,
+        })
+    }
+}
+
+/// QUIC send priorities (quinn: strict, higher first). The catalog is above everything,
+/// every base stream above every enhancement stream.
+pub mod priority {
+    use super::DeliveryMode;
+
+    pub const CATALOG: i32 = i32::MAX;
+    /// MoQ publisher priorities (lower first) written in subgroup headers, for relays.
+    pub const PUBLISHER_CATALOG: u8 = 0;
+    pub const PUBLISHER_BASE: u8 = 64;
+    pub const PUBLISHER_ENHANCEMENT: u8 = 192;
+    /// Base streams use `[0, SPAN)`, enhancement streams `[i32::MIN, i32::MIN + SPAN)`.
+    const SPAN: u64 = 1 << 30;
+
+    /// Priority of the stream carrying base group `group`.
+    pub fn base(mode: DeliveryMode, group: u64) -> i32 {
+        let rank = (group % SPAN) as i32;
+        if mode.newest_group_first() {
+            rank
+        } else {
+            (SPAN as i32 - 1) - rank
+        }
+    }
+
+    /// Priority of the stream carrying enhancement frame `sequence`: newest first.
+    pub fn enhancement(sequence: u64) -> i32 {
+        i32::MIN + (sequence % SPAN) as i32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FrameKind::*;
+
+    fn run(mode: DeliveryMode, kinds: &[FrameKind]) -> Vec<Option<Placement>> {
+        let mut m = Mapper::new(mode);
+        kinds.iter().map(|k| m.place(*k)).collect()
+    }
+
+    #[test]
+    fn frames_before_the_first_keyframe_are_not_placed() {
+        let out = run(DeliveryMode::Baseline, &[Reference, NonReference, Key]);
+        assert_eq!(out[0], None);
+        assert_eq!(out[1], None);
+        assert_eq!(out[2].unwrap().group, 0);
+    }
+
+    #[test]
+    fn baseline_keeps_every_frame_in_the_gop_group() {
+        let out = run(
+            DeliveryMode::Baseline,
+            &[Key, Reference, NonReference, Reference, Key, NonReference],
+        );
+        let places: Vec<_> = out
+            .iter()
+            .map(|p| {
+                let p = p.unwrap();
+                (p.role, p.group, p.object, p.starts_group)
+            })
+            .collect();
+        assert_eq!(
+            places,
+            [
+                (TrackRole::Base, 0, 0, true),
+                (TrackRole::Base, 0, 1, false),
+                (TrackRole::Base, 0, 2, false),
+                (TrackRole::Base, 0, 3, false),
+                (TrackRole::Base, 1, 0, true),
+                (TrackRole::Base, 1, 1, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn split_modes_send_non_reference_frames_as_single_frame_groups() {
+        for mode in [DeliveryMode::DeprioritizeB, DeliveryMode::Combined] {
+            let out = run(
+                mode,
+                &[
+                    Key,
+                    Reference,
+                    NonReference,
+                    NonReference,
+                    Reference,
+                    Key,
+                    NonReference,
+                ],
+            );
+            let enh: Vec<_> = out
+                .iter()
+                .flatten()
+                .filter(|p| p.role == TrackRole::Enhancement)
+                .map(|p| (p.group, p.object, p.base_group, p.base_index))
+                .collect();
+            // Each enhancement frame names the base frame decoded just before it.
+            assert_eq!(enh, [(0, 0, 0, 1), (1, 0, 0, 1), (2, 0, 1, 3)]);
+            let base_objects: Vec<_> = out
+                .iter()
+                .flatten()
+                .filter(|p| p.role == TrackRole::Base)
+                .map(|p| (p.group, p.object, p.base_index))
+                .collect();
+            // Object IDs stay contiguous in a group even when frames leave for the enhancement track.
+            assert_eq!(base_objects, [(0, 0, 0), (0, 1, 1), (0, 2, 2), (1, 0, 3)]);
+        }
+    }
+
+    #[test]
+    fn priorities_order_streams_as_each_mode_intends() {
+        use priority::*;
+        for mode in DeliveryMode::ALL {
+            for g in [0, 1, 1000] {
+                assert!(CATALOG > base(mode, g));
+                assert!(base(mode, g) > enhancement(g * 7 + 3));
+                assert!(base(mode, g) >= 0);
+            }
+            let older_wins = base(mode, 4) > base(mode, 5);
+            assert_eq!(older_wins, !mode.newest_group_first(), "{mode:?}");
+        }
+        assert!(enhancement(11) > enhancement(10));
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for mode in DeliveryMode::ALL {
+            assert_eq!(DeliveryMode::from_name(mode.name()), Some(mode));
+        }
+        assert_eq!(DeliveryMode::from_name("fastest"), None);
+    }
+}

@@ -1,0 +1,70 @@
+use moq_wire::DecodeError;
+use thiserror::Error;
+
+use crate::tls::TlsError;
+
+/// A request the peer refused (SUBSCRIBE_ERROR, PUBLISH_NAMESPACE_ERROR, ...).
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("{what} refused with code {code:#x}: {reason}")]
+pub struct RequestError {
+    pub what: &'static str,
+    pub code: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Error)]
+pub enum SessionError {
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("cannot resolve {0}")]
+    Resolve(String),
+    #[error("cannot set up the QUIC endpoint: {0}")]
+    Endpoint(String),
+    #[error("connection failed: {0}")]
+    Connection(#[from] quinn::ConnectionError),
+    #[error("peer violated the protocol ({code:#x}): {reason}")]
+    Protocol { code: u64, reason: String },
+    #[error("the peer offered no supported version (we speak {ours:#x})")]
+    VersionNegotiation { ours: u64 },
+    #[error("the control stream closed")]
+    ControlClosed,
+    #[error("timed out {0}")]
+    Timeout(&'static str),
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("the peer sent GOAWAY; no new requests")]
+    GoingAway,
+}
+
+impl SessionError {
+    pub(crate) fn decode(err: DecodeError) -> SessionError {
+        SessionError::Protocol {
+            code: err.session_error_code(),
+            reason: err.to_string(),
+        }
+    }
+
+    pub(crate) fn violation(reason: impl Into<String>) -> SessionError {
+        SessionError::Protocol {
+            code: moq_wire::draft14::session_error::PROTOCOL_VIOLATION,
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether retrying later could help (the peer went away, as opposed to refusing us).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            SessionError::Connection(_)
+                | SessionError::ControlClosed
+                | SessionError::Timeout(_)
+                | SessionError::GoingAway
+        )
+    }
+}
+
+impl From<TlsError> for SessionError {
+    fn from(err: TlsError) -> Self {
+        SessionError::Tls(err.to_string())
+    }
+}

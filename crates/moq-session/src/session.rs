@@ -1,0 +1,546 @@
+//! One MoQ Transport session on one QUIC connection: setup, the control loop, request
+//! IDs, and dispatch to the publishing and subscribing halves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use moq_wire::draft14::{
+    self as wire, ClientSetup, ControlMessage, MaxRequestId, Parameters, ServerSetup,
+    session_error, setup_param,
+};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::control::{self, ControlReader};
+use crate::error::{RequestError, SessionError};
+use crate::publish::{self, Served};
+use crate::subscribe::{self, Outgoing};
+use crate::track::{Broadcast, lock};
+
+/// Requests the peer may make before we grant more with MAX_REQUEST_ID.
+const REQUEST_WINDOW: u64 = 64;
+/// How long the peer has to complete the SETUP exchange.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request waits for its reply.
+pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Who opened the connection: request IDs are even for the client, odd for the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+impl Role {
+    fn first_request_id(self) -> u64 {
+        match self {
+            Role::Client => 0,
+            Role::Server => 1,
+        }
+    }
+
+    fn peer(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+}
+
+/// What the local side offers in a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionConfig {
+    /// Tracks served to the peer's SUBSCRIBEs; `None` refuses every SUBSCRIBE.
+    pub publish: Option<Broadcast>,
+    /// Sent in the PATH setup parameter (client only).
+    pub path: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    // Requests we make.
+    next_request_id: u64,
+    peer_max_request_id: u64,
+    pub outgoing: HashMap<u64, Outgoing>,
+    /// Track alias → our request ID.
+    pub aliases: HashMap<u64, u64>,
+    namespace_replies: HashMap<u64, oneshot::Sender<Result<(), RequestError>>>,
+    goaway: bool,
+    // Requests the peer makes.
+    next_peer_request_id: u64,
+    granted_request_id: u64,
+    pub served: HashMap<u64, Served>,
+    next_alias: u64,
+}
+
+impl State {
+    /// Whether we ever issued this request ID (replies to forgotten requests are harmless).
+    pub fn was_requested(&self, id: u64) -> bool {
+        id < self.next_request_id
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub conn: quinn::Connection,
+    pub role: Role,
+    pub publish: Option<Broadcast>,
+    pub state: Mutex<State>,
+    control: mpsc::UnboundedSender<ControlMessage>,
+    /// Bumped whenever a track alias is registered or MAX_REQUEST_ID grows.
+    pub changed: watch::Sender<u64>,
+}
+
+impl Inner {
+    pub fn send(&self, msg: ControlMessage) {
+        // The writer only stops when the connection is gone; nothing left to tell then.
+        let _ = self.control.send(msg);
+    }
+
+    pub fn close(&self, err: &SessionError) {
+        let (code, reason) = match err {
+            SessionError::Protocol { code, reason } => (*code, reason.as_str()),
+            SessionError::VersionNegotiation { .. } => (
+                session_error::VERSION_NEGOTIATION_FAILED,
+                "no common version",
+            ),
+            _ => (session_error::INTERNAL_ERROR, "internal error"),
+        };
+        let code = quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::from_u32(1));
+        self.conn.close(code, reason.as_bytes());
+    }
+
+    pub fn notify(&self) {
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    /// Allocates a request ID, waiting for MAX_REQUEST_ID if the peer's limit is reached.
+    pub async fn request_id(&self) -> Result<u64, SessionError> {
+        let mut changed = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + REPLY_TIMEOUT;
+        let mut blocked_sent = false;
+        loop {
+            {
+                let mut state = lock(&self.state);
+                if state.goaway {
+                    return Err(SessionError::GoingAway);
+                }
+                if state.next_request_id < state.peer_max_request_id {
+                    let id = state.next_request_id;
+                    state.next_request_id += 2;
+                    return Ok(id);
+                }
+                if !blocked_sent {
+                    blocked_sent = true;
+                    self.send(ControlMessage::RequestsBlocked(wire::RequestsBlocked {
+                        max_request_id: state.peer_max_request_id,
+                    }));
+                }
+            }
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .is_err()
+            {
+                return Err(SessionError::Timeout("waiting for MAX_REQUEST_ID"));
+            }
+        }
+    }
+
+    /// Checks a new request from the peer and grants more request IDs when half are used.
+    fn accept_request_id(&self, id: u64) -> Result<(), SessionError> {
+        let mut state = lock(&self.state);
+        if id != state.next_peer_request_id {
+            return Err(SessionError::Protocol {
+                code: session_error::INVALID_REQUEST_ID,
+                reason: format!("request ID {id}, expected {}", state.next_peer_request_id),
+            });
+        }
+        if id >= state.granted_request_id {
+            return Err(SessionError::Protocol {
+                code: session_error::TOO_MANY_REQUESTS,
+                reason: format!(
+                    "request ID {id} beyond the granted {}",
+                    state.granted_request_id
+                ),
+            });
+        }
+        state.next_peer_request_id += 2;
+        if state.granted_request_id - state.next_peer_request_id < REQUEST_WINDOW {
+            state.granted_request_id += REQUEST_WINDOW;
+            self.send(ControlMessage::MaxRequestId(MaxRequestId {
+                request_id: state.granted_request_id,
+            }));
+        }
+        Ok(())
+    }
+
+    pub fn allocate_alias(&self) -> u64 {
+        let mut state = lock(&self.state);
+        let alias = state.next_alias;
+        state.next_alias += 1;
+        alias
+    }
+}
+
+/// A MoQ Transport session. Cheap to clone; the session lives while its connection does.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Session {
+    /// Runs the client side of SETUP on a fresh connection.
+    pub async fn client(
+        conn: quinn::Connection,
+        config: SessionConfig,
+    ) -> Result<Session, SessionError> {
+        let path = config.path.clone();
+        let control = conn.clone();
+        let setup = async move {
+            let (mut send, recv) = control.open_bi().await?;
+            let mut params = Parameters::default()
+                .with_int(setup_param::MAX_REQUEST_ID, REQUEST_WINDOW)
+                .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation());
+            if let Some(path) = &path {
+                params = params.with_bytes(setup_param::PATH, path.as_bytes().to_vec());
+            }
+            let hello = ControlMessage::ClientSetup(ClientSetup {
+                versions: vec![wire::VERSION],
+                params,
+            });
+            control::write(&mut send, &hello).await?;
+            let mut reader = ControlReader::new(recv);
+            match reader.read().await? {
+                ControlMessage::ServerSetup(reply) if reply.version == wire::VERSION => {
+                    let max = reply
+                        .params
+                        .get_int(setup_param::MAX_REQUEST_ID)
+                        .unwrap_or(0);
+                    Ok((send, reader, max))
+                }
+                ControlMessage::ServerSetup(_) => Err(SessionError::VersionNegotiation {
+                    ours: wire::VERSION,
+                }),
+                other => Err(SessionError::violation(format!(
+                    "expected SERVER_SETUP, got {}",
+                    other.name()
+                ))),
+            }
+        };
+        Self::establish(conn, Role::Client, config, setup).await
+    }
+
+    /// Runs the server side of SETUP on an accepted connection.
+    pub async fn server(
+        conn: quinn::Connection,
+        config: SessionConfig,
+    ) -> Result<Session, SessionError> {
+        let control = conn.clone();
+        let setup = async move {
+            let (mut send, recv) = control.accept_bi().await?;
+            let mut reader = ControlReader::new(recv);
+            let hello = match reader.read().await? {
+                ControlMessage::ClientSetup(hello) => hello,
+                other => {
+                    return Err(SessionError::violation(format!(
+                        "expected CLIENT_SETUP, got {}",
+                        other.name()
+                    )));
+                }
+            };
+            if !hello.versions.contains(&wire::VERSION) {
+                return Err(SessionError::VersionNegotiation {
+                    ours: wire::VERSION,
+                });
+            }
+            let reply = ControlMessage::ServerSetup(ServerSetup {
+                version: wire::VERSION,
+                params: Parameters::default()
+                    .with_int(setup_param::MAX_REQUEST_ID, REQUEST_WINDOW)
+                    .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation()),
+            });
+            control::write(&mut send, &reply).await?;
+            let max = hello
+                .params
+                .get_int(setup_param::MAX_REQUEST_ID)
+                .unwrap_or(0);
+            Ok((send, reader, max))
+        };
+        Self::establish(conn, Role::Server, config, setup).await
+    }
+
+    async fn establish(
+        conn: quinn::Connection,
+        role: Role,
+        config: SessionConfig,
+        setup: impl Future<Output = Result<(quinn::SendStream, ControlReader, u64), SessionError>>,
+    ) -> Result<Session, SessionError> {
+        let (send, reader, peer_max) = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
+            Ok(Ok(parts)) => parts,
+            Ok(Err(err)) => {
+                close_connection(&conn, &err);
+                return Err(err);
+            }
+            Err(_) => {
+                let err = SessionError::Timeout("waiting for SETUP");
+                close_connection(&conn, &err);
+                return Err(err);
+            }
+        };
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let inner = Arc::new(Inner {
+            conn: conn.clone(),
+            role,
+            publish: config.publish,
+            state: Mutex::new(State {
+                next_request_id: role.first_request_id(),
+                peer_max_request_id: peer_max,
+                outgoing: HashMap::new(),
+                aliases: HashMap::new(),
+                namespace_replies: HashMap::new(),
+                goaway: false,
+                next_peer_request_id: role.peer().first_request_id(),
+                granted_request_id: REQUEST_WINDOW,
+                served: HashMap::new(),
+                next_alias: 0,
+            }),
+            control: control_tx,
+            changed: watch::channel(0).0,
+        });
+        tokio::spawn(write_control(conn.clone(), send, control_rx));
+        tokio::spawn(run(inner.clone(), reader));
+        tokio::spawn(subscribe::accept_data_streams(inner.clone()));
+        tokio::spawn(refuse_extra_bidi_streams(inner.clone()));
+        Ok(Session { inner })
+    }
+
+    pub fn role(&self) -> Role {
+        self.inner.role
+    }
+
+    pub fn remote_address(&self) -> std::net::SocketAddr {
+        self.inner.conn.remote_address()
+    }
+
+    /// Resolves when the connection is closed, with the reason.
+    pub async fn closed(&self) -> SessionError {
+        SessionError::Connection(self.inner.conn.closed().await)
+    }
+
+    /// The reason the connection closed, if it has.
+    pub fn close_reason(&self) -> Option<SessionError> {
+        self.inner.conn.close_reason().map(SessionError::Connection)
+    }
+
+    /// Closes the session with NO_ERROR.
+    pub fn close(&self, reason: &str) {
+        self.inner
+            .conn
+            .close(quinn::VarInt::from_u32(0), reason.as_bytes());
+    }
+
+    /// Sends GOAWAY: the peer should stop making requests and move elsewhere.
+    pub fn go_away(&self, new_session_uri: &str) {
+        self.inner.send(ControlMessage::Goaway(wire::Goaway {
+            new_session_uri: new_session_uri.to_owned(),
+        }));
+    }
+
+    /// Announces a namespace we publish (PUBLISH_NAMESPACE) and waits for the reply.
+    pub async fn publish_namespace(
+        &self,
+        namespace: wire::TrackNamespace,
+    ) -> Result<(), SessionError> {
+        let request_id = self.inner.request_id().await?;
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.state)
+            .namespace_replies
+            .insert(request_id, tx);
+        self.inner
+            .send(ControlMessage::PublishNamespace(wire::PublishNamespace {
+                request_id,
+                namespace,
+                params: Parameters::default(),
+            }));
+        match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
+            Ok(Ok(reply)) => reply.map_err(SessionError::from),
+            Ok(Err(_)) => Err(SessionError::ControlClosed),
+            Err(_) => Err(SessionError::Timeout("waiting for PUBLISH_NAMESPACE_OK")),
+        }
+    }
+}
+
+fn implementation() -> Vec<u8> {
+    format!("moqsink-moqsrc/{}", env!("CARGO_PKG_VERSION")).into_bytes()
+}
+
+fn close_connection(conn: &quinn::Connection, err: &SessionError) {
+    let code = match err {
+        SessionError::Protocol { code, .. } => *code,
+        SessionError::VersionNegotiation { .. } => session_error::VERSION_NEGOTIATION_FAILED,
+        _ => session_error::INTERNAL_ERROR,
+    };
+    conn.close(
+        quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::from_u32(1)),
+        err.to_string().as_bytes(),
+    );
+}
+
+async fn write_control(
+    conn: quinn::Connection,
+    mut send: quinn::SendStream,
+    mut rx: mpsc::UnboundedReceiver<ControlMessage>,
+) {
+    // Control messages go before any object data.
+    let _ = send.set_priority(i32::MAX);
+    while let Some(msg) = rx.recv().await {
+        if let Err(err) = control::write(&mut send, &msg).await {
+            close_connection(&conn, &err);
+            return;
+        }
+    }
+}
+
+/// The draft allows one bidirectional stream per session: the control stream.
+async fn refuse_extra_bidi_streams(inner: Arc<Inner>) {
+    if inner.conn.accept_bi().await.is_ok() {
+        inner.close(&SessionError::violation("a second bidirectional stream"));
+    }
+}
+
+async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
+    let result = async {
+        loop {
+            let msg = reader.read().await?;
+            handle(&inner, msg)?;
+        }
+    }
+    .await;
+    let err: SessionError = match result {
+        Ok(()) => return,
+        Err(err) => err,
+    };
+    match err {
+        SessionError::Connection(_) => {}
+        SessionError::ControlClosed => {
+            inner.close(&SessionError::violation("control stream closed"));
+        }
+        other => inner.close(&other),
+    }
+    subscribe::session_closed(&inner);
+}
+
+fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
+    use ControlMessage as M;
+    match msg {
+        M::ClientSetup(_) | M::ServerSetup(_) => {
+            return Err(SessionError::violation("SETUP after the session started"));
+        }
+        M::Goaway(_) => {
+            let mut state = lock(&inner.state);
+            if state.goaway {
+                return Err(SessionError::violation("a second GOAWAY"));
+            }
+            state.goaway = true;
+            drop(state);
+            inner.notify();
+        }
+        M::MaxRequestId(m) => {
+            let mut state = lock(&inner.state);
+            if m.request_id <= state.peer_max_request_id {
+                return Err(SessionError::violation("MAX_REQUEST_ID did not increase"));
+            }
+            state.peer_max_request_id = m.request_id;
+            drop(state);
+            inner.notify();
+        }
+        M::RequestsBlocked(_) => {}
+        // The peer subscribing to us.
+        M::Subscribe(m) => {
+            inner.accept_request_id(m.request_id)?;
+            publish::subscribe(inner, m);
+        }
+        M::SubscribeUpdate(m) => {
+            inner.accept_request_id(m.request_id)?;
+        }
+        M::Unsubscribe(m) => publish::unsubscribe(inner, m.request_id),
+        M::Fetch(m) => {
+            inner.accept_request_id(m.request_id)?;
+            inner.send(M::FetchError(wire::FetchError {
+                request_id: m.request_id,
+                code: wire::fetch_error::NOT_SUPPORTED,
+                reason: "FETCH is not supported; SUBSCRIBE instead".into(),
+            }));
+        }
+        M::FetchCancel(_) => {}
+        M::TrackStatus(m) => {
+            inner.accept_request_id(m.request_id)?;
+            inner.send(M::TrackStatusError(wire::TrackStatusError {
+                request_id: m.request_id,
+                code: wire::subscribe_error::NOT_SUPPORTED,
+                reason: "TRACK_STATUS is not supported".into(),
+            }));
+        }
+        M::SubscribeNamespace(m) => {
+            inner.accept_request_id(m.request_id)?;
+            inner.send(M::SubscribeNamespaceError(wire::SubscribeNamespaceError {
+                request_id: m.request_id,
+                code: wire::subscribe_namespace_error::NOT_SUPPORTED,
+                reason: "SUBSCRIBE_NAMESPACE is not supported".into(),
+            }));
+        }
+        M::UnsubscribeNamespace(_) => {}
+        M::PublishNamespace(m) => {
+            inner.accept_request_id(m.request_id)?;
+            inner.send(M::PublishNamespaceError(wire::PublishNamespaceError {
+                request_id: m.request_id,
+                code: wire::publish_namespace_error::UNINTERESTED,
+                reason: "this endpoint does not subscribe to announced namespaces".into(),
+            }));
+        }
+        M::PublishNamespaceDone(_) => {}
+        M::Publish(m) => {
+            inner.accept_request_id(m.request_id)?;
+            inner.send(M::PublishError(wire::PublishError {
+                request_id: m.request_id,
+                code: wire::publish_error::NOT_SUPPORTED,
+                reason: "PUBLISH is not supported; use SUBSCRIBE".into(),
+            }));
+        }
+        // Replies to our requests.
+        M::SubscribeOk(m) => subscribe::subscribe_ok(inner, m)?,
+        M::SubscribeError(m) => subscribe::subscribe_error(inner, m),
+        M::PublishDone(m) => subscribe::publish_done(inner, m),
+        M::PublishNamespaceOk(m) => reply_namespace(inner, m.request_id, Ok(())),
+        M::PublishNamespaceError(m) => reply_namespace(
+            inner,
+            m.request_id,
+            Err(RequestError {
+                what: "PUBLISH_NAMESPACE",
+                code: m.code,
+                reason: m.reason,
+            }),
+        ),
+        M::PublishNamespaceCancel(_) => {}
+        M::PublishOk(_)
+        | M::PublishError(_)
+        | M::FetchOk(_)
+        | M::FetchError(_)
+        | M::TrackStatusOk(_)
+        | M::TrackStatusError(_)
+        | M::SubscribeNamespaceOk(_)
+        | M::SubscribeNamespaceError(_) => {
+            return Err(SessionError::violation(format!(
+                "{} answers a request never made",
+                msg.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn reply_namespace(inner: &Inner, request_id: u64, reply: Result<(), RequestError>) {
+    if let Some(tx) = lock(&inner.state).namespace_replies.remove(&request_id) {
+        let _ = tx.send(reply);
+    }
+}

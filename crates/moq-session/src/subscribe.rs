@@ -1,0 +1,435 @@
+//! Subscribing: SUBSCRIBE requests, their replies, and reading objects from the data
+//! streams the publisher opens.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use moq_wire::draft14::{
+    self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
+    Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{RequestError, SessionError};
+use crate::session::{Inner, REPLY_TIMEOUT, Session};
+use crate::track::lock;
+
+/// How long a data stream may wait for the SUBSCRIBE_OK that names its track alias.
+const ALIAS_WAIT: Duration = Duration::from_secs(2);
+/// How long after PUBLISH_DONE late streams may still arrive.
+const DONE_GRACE: Duration = Duration::from_secs(2);
+/// Largest object payload accepted; a larger length is treated as an attack or a bug.
+const MAX_OBJECT_SIZE: u64 = 64 << 20;
+
+/// What a subscription asks for.
+#[derive(Debug, Clone)]
+pub struct SubscribeOptions {
+    /// Subscriber priority (lower is more important).
+    pub priority: u8,
+    pub group_order: GroupOrder,
+    pub filter: FilterType,
+}
+
+impl Default for SubscribeOptions {
+    fn default() -> Self {
+        SubscribeOptions {
+            priority: 128,
+            group_order: GroupOrder::Publisher,
+            filter: FilterType::NextGroupStart,
+        }
+    }
+}
+
+/// One object as received.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub group: u64,
+    pub id: u64,
+    pub payload: Bytes,
+    /// When the last byte of the object arrived.
+    pub received: Instant,
+}
+
+#[derive(Debug, Clone)]
+pub enum TrackEvent {
+    Object(Object),
+    /// A group's stream ended: `complete` when it ended with FIN, not a reset.
+    GroupEnd {
+        group: u64,
+        complete: bool,
+    },
+    /// The publisher is done (PUBLISH_DONE) and every stream it announced was processed.
+    Ended {
+        status: u64,
+        reason: String,
+    },
+}
+
+/// Our subscription, as the session sees it.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    events: mpsc::UnboundedSender<TrackEvent>,
+    reply: Option<oneshot::Sender<Result<wire::SubscribeOk, RequestError>>>,
+    streams_open: u64,
+    streams_done: u64,
+    done: Option<(u64, u64, String)>,
+}
+
+/// A live subscription. Dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    session: Session,
+    request_id: u64,
+    pub largest: Option<Location>,
+    pub group_order: GroupOrder,
+    events: mpsc::UnboundedReceiver<TrackEvent>,
+}
+
+impl Subscription {
+    /// The next event; `None` once the track ended or the session closed.
+    pub async fn next(&mut self) -> Option<TrackEvent> {
+        self.events.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut state = lock(&self.session.inner.state);
+        if state.outgoing.remove(&self.request_id).is_some() {
+            state.aliases.retain(|_, id| *id != self.request_id);
+            drop(state);
+            self.session
+                .inner
+                .send(ControlMessage::Unsubscribe(wire::Unsubscribe {
+                    request_id: self.request_id,
+                }));
+        }
+    }
+}
+
+impl Session {
+    /// Subscribes to a track and waits for SUBSCRIBE_OK.
+    pub async fn subscribe(
+        &self,
+        namespace: TrackNamespace,
+        track: &str,
+        options: SubscribeOptions,
+    ) -> Result<Subscription, SessionError> {
+        let inner = &self.inner;
+        let request_id = inner.request_id().await?;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        lock(&inner.state).outgoing.insert(
+            request_id,
+            Outgoing {
+                events: events_tx,
+                reply: Some(reply_tx),
+                streams_open: 0,
+                streams_done: 0,
+                done: None,
+            },
+        );
+        // From here on, dropping `sub` cleans up (and unsubscribes) whatever happens.
+        let mut sub = Subscription {
+            session: self.clone(),
+            request_id,
+            largest: None,
+            group_order: options.group_order,
+            events,
+        };
+        inner.send(ControlMessage::Subscribe(wire::Subscribe {
+            request_id,
+            namespace,
+            track_name: track.as_bytes().to_vec(),
+            subscriber_priority: options.priority,
+            group_order: options.group_order,
+            forward: true,
+            filter: options.filter,
+            params: Parameters::default(),
+        }));
+        let ok = match tokio::time::timeout(REPLY_TIMEOUT, reply_rx).await {
+            Ok(Ok(Ok(ok))) => ok,
+            Ok(Ok(Err(refused))) => {
+                // The publisher already forgot it: no UNSUBSCRIBE.
+                lock(&inner.state).outgoing.remove(&request_id);
+                return Err(refused.into());
+            }
+            Ok(Err(_)) => return Err(self.close_reason().unwrap_or(SessionError::ControlClosed)),
+            Err(_) => return Err(SessionError::Timeout("waiting for SUBSCRIBE_OK")),
+        };
+        sub.largest = ok.largest;
+        sub.group_order = ok.group_order;
+        Ok(sub)
+    }
+}
+
+pub(crate) fn subscribe_ok(inner: &Inner, msg: wire::SubscribeOk) -> Result<(), SessionError> {
+    let mut state = lock(&inner.state);
+    let Some(reply) = state
+        .outgoing
+        .get_mut(&msg.request_id)
+        .and_then(|o| o.reply.take())
+    else {
+        // Already unsubscribed, or a reply to nothing: the latter is a violation.
+        return if state.was_requested(msg.request_id) {
+            Ok(())
+        } else {
+            Err(SessionError::violation(
+                "SUBSCRIBE_OK for an unknown request",
+            ))
+        };
+    };
+    if state
+        .aliases
+        .insert(msg.track_alias, msg.request_id)
+        .is_some_and(|other| other != msg.request_id)
+    {
+        return Err(SessionError::Protocol {
+            code: session_error::DUPLICATE_TRACK_ALIAS,
+            reason: format!("track alias {} already in use", msg.track_alias),
+        });
+    }
+    drop(state);
+    inner.notify();
+    let _ = reply.send(Ok(msg));
+    Ok(())
+}
+
+pub(crate) fn subscribe_error(inner: &Inner, msg: wire::SubscribeError) {
+    let mut state = lock(&inner.state);
+    if let Some(reply) = state
+        .outgoing
+        .get_mut(&msg.request_id)
+        .and_then(|o| o.reply.take())
+    {
+        state.outgoing.remove(&msg.request_id);
+        let _ = reply.send(Err(RequestError {
+            what: "SUBSCRIBE",
+            code: msg.code,
+            reason: msg.reason,
+        }));
+    }
+}
+
+pub(crate) fn publish_done(inner: &Arc<Inner>, msg: wire::PublishDone) {
+    let mut state = lock(&inner.state);
+    let Some(sub) = state.outgoing.get_mut(&msg.request_id) else {
+        return;
+    };
+    sub.done = Some((msg.stream_count, msg.status, msg.reason));
+    drop(state);
+    finish_if_done(inner, msg.request_id, false);
+    // Streams that were reset before their header never show up: end anyway after a grace.
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(DONE_GRACE).await;
+        finish_if_done(&inner, msg.request_id, true);
+    });
+}
+
+/// Emits `Ended` once PUBLISH_DONE arrived and all announced streams were processed.
+fn finish_if_done(inner: &Inner, request_id: u64, grace_expired: bool) {
+    let mut state = lock(&inner.state);
+    let Some(sub) = state.outgoing.get(&request_id) else {
+        return;
+    };
+    let Some((count, _, _)) = &sub.done else {
+        return;
+    };
+    let all_seen = sub.streams_done >= *count && sub.streams_open == 0;
+    if !(all_seen || grace_expired && sub.streams_open == 0) {
+        return;
+    }
+    let sub = state.outgoing.remove(&request_id).expect("checked above");
+    state.aliases.retain(|_, id| *id != request_id);
+    let (_, status, reason) = sub.done.expect("checked above");
+    let _ = sub.events.send(TrackEvent::Ended { status, reason });
+}
+
+/// The connection is gone: wake every pending request.
+pub(crate) fn session_closed(inner: &Inner) {
+    let mut state = lock(&inner.state);
+    state.outgoing.clear();
+    state.aliases.clear();
+}
+
+pub(crate) async fn accept_data_streams(inner: Arc<Inner>) {
+    while let Ok(recv) = inner.conn.accept_uni().await {
+        tokio::spawn(read_data_stream(inner.clone(), recv));
+    }
+    session_closed(&inner);
+}
+
+enum StreamEnd {
+    Finished,
+    Reset,
+    /// The session must close with this error.
+    Violation(SessionError),
+}
+
+struct StreamReader {
+    recv: quinn::RecvStream,
+    buf: BytesMut,
+    fin: bool,
+}
+
+impl StreamReader {
+    /// Reads more bytes; `Ok(false)` at FIN.
+    async fn fill(&mut self) -> Result<bool, StreamEnd> {
+        if self.fin {
+            return Ok(false);
+        }
+        match self.recv.read_chunk(64 * 1024, true).await {
+            Ok(Some(chunk)) => {
+                self.buf.extend_from_slice(&chunk.bytes);
+                Ok(true)
+            }
+            Ok(None) => {
+                self.fin = true;
+                Ok(false)
+            }
+            Err(_) => Err(StreamEnd::Reset),
+        }
+    }
+
+    /// Decodes the next item with `decode`, reading as needed. `Ok(None)` at a clean FIN.
+    async fn next<T>(
+        &mut self,
+        decode: impl Fn(&[u8]) -> Result<(T, usize), moq_wire::DecodeError>,
+    ) -> Result<Option<T>, StreamEnd> {
+        loop {
+            if !self.buf.is_empty() {
+                match decode(&self.buf) {
+                    Ok((item, used)) => {
+                        self.buf.advance(used);
+                        return Ok(Some(item));
+                    }
+                    Err(e) if e.is_incomplete() => {}
+                    Err(e) => return Err(StreamEnd::Violation(SessionError::decode(e))),
+                }
+            }
+            if !self.fill().await? {
+                return if self.buf.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(StreamEnd::Violation(SessionError::violation(
+                        "stream ended inside an object",
+                    )))
+                };
+            }
+        }
+    }
+
+    async fn payload(&mut self, len: usize) -> Result<Bytes, StreamEnd> {
+        while self.buf.len() < len {
+            if !self.fill().await? {
+                return Err(StreamEnd::Violation(SessionError::violation(
+                    "stream ended inside an object payload",
+                )));
+            }
+        }
+        Ok(self.buf.split_to(len).freeze())
+    }
+}
+
+async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
+    let mut reader = StreamReader {
+        recv,
+        buf: BytesMut::new(),
+        fin: false,
+    };
+    let header = match reader.next(DataStreamHeader::decode).await {
+        Ok(Some(DataStreamHeader::Subgroup(h))) => h,
+        Ok(Some(DataStreamHeader::Fetch(_))) | Ok(None) | Err(StreamEnd::Reset) => return,
+        Err(StreamEnd::Finished) => return,
+        Err(StreamEnd::Violation(e)) => return inner.close(&e),
+    };
+    let Some((request_id, events)) = claim_stream(&inner, header.track_alias).await else {
+        let _ = reader.recv.stop(quinn::VarInt::from_u32(0));
+        return;
+    };
+    let group = header.group_id;
+    let end = read_objects(&mut reader, &header, &events).await;
+    let complete = match end {
+        StreamEnd::Finished => true,
+        StreamEnd::Reset => false,
+        StreamEnd::Violation(e) => {
+            inner.close(&e);
+            false
+        }
+    };
+    let _ = events.send(TrackEvent::GroupEnd { group, complete });
+    {
+        let mut state = lock(&inner.state);
+        if let Some(sub) = state.outgoing.get_mut(&request_id) {
+            sub.streams_open -= 1;
+            sub.streams_done += 1;
+        }
+    }
+    finish_if_done(&inner, request_id, false);
+}
+
+/// Finds the subscription a stream belongs to, waiting briefly for its SUBSCRIBE_OK.
+async fn claim_stream(
+    inner: &Inner,
+    alias: u64,
+) -> Option<(u64, mpsc::UnboundedSender<TrackEvent>)> {
+    let mut changed = inner.changed.subscribe();
+    let deadline = tokio::time::Instant::now() + ALIAS_WAIT;
+    loop {
+        {
+            let mut state = lock(&inner.state);
+            if let Some(request_id) = state.aliases.get(&alias).copied() {
+                let sub = state.outgoing.get_mut(&request_id)?;
+                sub.streams_open += 1;
+                return Some((request_id, sub.events.clone()));
+            }
+        }
+        tokio::time::timeout_at(deadline, changed.changed())
+            .await
+            .ok()?
+            .ok()?;
+    }
+}
+
+async fn read_objects(
+    reader: &mut StreamReader,
+    header: &wire::SubgroupHeader,
+    events: &mpsc::UnboundedSender<TrackEvent>,
+) -> StreamEnd {
+    let mut previous: Option<u64> = None;
+    let extensions = header.extensions_present;
+    loop {
+        let object = match reader
+            .next(|buf| SubgroupObjectHeader::decode(buf, extensions))
+            .await
+        {
+            Ok(Some(o)) => o,
+            Ok(None) => return StreamEnd::Finished,
+            Err(end) => return end,
+        };
+        let Some(id) = previous.map_or(Some(object.object_id_delta), |p| {
+            p.checked_add(object.object_id_delta)?.checked_add(1)
+        }) else {
+            return StreamEnd::Violation(SessionError::violation("object ID overflow"));
+        };
+        previous = Some(id);
+        if object.status != ObjectStatus::Normal {
+            continue;
+        }
+        if object.payload_len > MAX_OBJECT_SIZE {
+            return StreamEnd::Violation(SessionError::violation("object larger than 64 MiB"));
+        }
+        let payload = match reader.payload(object.payload_len as usize).await {
+            Ok(p) => p,
+            Err(end) => return end,
+        };
+        let _ = events.send(TrackEvent::Object(Object {
+            group: header.group_id,
+            id,
+            payload,
+            received: Instant::now(),
+        }));
+    }
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: unit tests of every crate and the pipeline tests in tests/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash pipelines/setup.sh
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+cargo build --workspace --all-targets --locked
+cargo test --workspace --locked -- --test-threads=2

@@ -1,0 +1,502 @@
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::prelude::*;
+use h264::StreamFormat;
+use moq_media::DeliveryMode;
+use moq_session::blocking::Canceller;
+use moq_session::tls::{self, ServerIdentity};
+use moq_session::{Broadcast, Server, ServerEvent};
+use tokio::sync::mpsc;
+
+use super::publisher::{AuTiming, Dropped, Publisher, StreamParams};
+use crate::RUNTIME;
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "moqsink",
+        gst::DebugColorFlags::empty(),
+        Some("Media over QUIC sink"),
+    )
+});
+
+const DEFAULT_LISTEN: &str = "0.0.0.0:4443";
+const DEFAULT_NAMESPACE: &str = "live";
+/// How long EOS waits for subscribers to receive everything already published.
+const EOS_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frame duration assumed when neither the buffer nor the caps give one (30 fps).
+const FALLBACK_FRAME_US: u64 = 33_333;
+
+#[derive(Debug, Clone)]
+struct Settings {
+    listen: String,
+    namespace: String,
+    tls_cert_file: Option<PathBuf>,
+    tls_key_file: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: DEFAULT_LISTEN.into(),
+            namespace: DEFAULT_NAMESPACE.into(),
+            tls_cert_file: None,
+            tls_key_file: None,
+        }
+    }
+}
+
+struct Started {
+    server: Server,
+    broadcast: Broadcast,
+    publisher: Publisher,
+    warned_no_keyframe: bool,
+    /// Synthesised timestamps when buffers carry none.
+    next_fallback_pts: u64,
+}
+
+#[derive(Default)]
+pub struct MoqSink {
+    settings: Mutex<Settings>,
+    /// The TLS identity, created on first use so `tls-fingerprint` can be read before start.
+    identity: Mutex<Option<Arc<ServerIdentity>>>,
+    state: Mutex<Option<Started>>,
+    canceller: Canceller,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl MoqSink {
+    fn identity(&self) -> Result<Arc<ServerIdentity>, gst::ErrorMessage> {
+        let mut identity = lock(&self.identity);
+        if let Some(id) = identity.as_ref() {
+            return Ok(id.clone());
+        }
+        let settings = lock(&self.settings).clone();
+        let id = match (&settings.tls_cert_file, &settings.tls_key_file) {
+            (Some(cert), Some(key)) => ServerIdentity::from_pem_files(cert, key),
+            (None, None) => {
+                ServerIdentity::self_signed(&["localhost".into(), "127.0.0.1".into(), "::1".into()])
+            }
+            _ => {
+                return Err(gst::error_msg!(
+                    gst::ResourceError::Settings,
+                    ["tls-cert-file and tls-key-file must be set together"]
+                ));
+            }
+        }
+        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
+        let id = Arc::new(id);
+        *identity = Some(id.clone());
+        Ok(id)
+    }
+
+    fn post_message(&self, name: &str, fields: &[(&str, &(dyn ToSendValue + Sync))]) {
+        let mut s = gst::Structure::builder(name);
+        for (k, v) in fields {
+            s = s.field(*k, v.to_send_value());
+        }
+        let _ = self.obj().post_message(
+            gst::message::Element::builder(s.build())
+                .src(&*self.obj())
+                .build(),
+        );
+    }
+
+    fn timing(&self, state: &mut Started, buffer: &gst::BufferRef) -> AuTiming {
+        let obj = self.obj();
+        let segment = obj.segment();
+        let to_running = |t: Option<gst::ClockTime>| {
+            let seg = segment.downcast_ref::<gst::format::Time>()?;
+            seg.to_running_time(t?)
+        };
+        let frame_us = buffer.duration().map(|d| d.useconds()).unwrap_or_else(|| {
+            state
+                .publisher
+                .framerate()
+                .map_or(FALLBACK_FRAME_US, |[n, d]| {
+                    1_000_000 * d as u64 / n.max(1) as u64
+                })
+        });
+        let pts = to_running(buffer.pts()).or_else(|| to_running(buffer.dts()));
+        let dts = to_running(buffer.dts()).or(pts);
+        let (pts, dts) = match (pts, dts) {
+            (Some(p), Some(d)) => (p.useconds() as i64, d.useconds() as i64),
+            _ => {
+                let t = state.next_fallback_pts as i64;
+                (t, t)
+            }
+        };
+        state.next_fallback_pts = pts.max(0) as u64 + frame_us;
+        AuTiming {
+            pts,
+            dts,
+            duration: frame_us,
+            availability_us: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+        }
+    }
+
+    fn drain(&self) {
+        let broadcast = match lock(&self.state).as_ref() {
+            Some(started) => started.broadcast.clone(),
+            None => return,
+        };
+        broadcast.finish();
+        gst::debug!(
+            CAT,
+            imp = self,
+            "EOS: waiting for {} subscription(s) to drain",
+            broadcast.active_subscriptions()
+        );
+        let drained = self.canceller.block_on(RUNTIME.handle(), async {
+            tokio::time::timeout(EOS_DRAIN_TIMEOUT, broadcast.drained()).await
+        });
+        if !matches!(drained, Ok(Ok(()))) {
+            gst::warning!(
+                CAT,
+                imp = self,
+                "EOS: {} subscription(s) did not receive everything",
+                broadcast.active_subscriptions()
+            );
+        }
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for MoqSink {
+    const NAME: &'static str = "GstMoqSink";
+    type Type = super::MoqSink;
+    type ParentType = gst_base::BaseSink;
+}
+
+impl ObjectImpl for MoqSink {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecString::builder("listen")
+                    .nick("Listen address")
+                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moq-00)")
+                    .default_value(Some(DEFAULT_LISTEN))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("namespace")
+                    .nick("Namespace")
+                    .blurb("Track namespace to publish; '/' separates tuple fields (tracks: catalog, video)")
+                    .default_value(Some(DEFAULT_NAMESPACE))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-cert-file")
+                    .nick("TLS certificate file")
+                    .blurb("PEM certificate chain; with tls-key-file. Unset: a self-signed certificate is generated")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-key-file")
+                    .nick("TLS key file")
+                    .blurb("PEM private key for tls-cert-file")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-fingerprint")
+                    .nick("TLS fingerprint")
+                    .blurb("SHA-256 of the certificate in use (hex), for receivers to pin (moqsrc tls-fingerprint)")
+                    .read_only()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut settings = lock(&self.settings);
+        let text = || {
+            value
+                .get::<Option<String>>()
+                .expect("type checked upstream")
+        };
+        match pspec.name() {
+            "listen" => settings.listen = text().unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            "namespace" => settings.namespace = text().unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            "tls-cert-file" => {
+                settings.tls_cert_file = text().map(PathBuf::from);
+                *lock(&self.identity) = None;
+            }
+            "tls-key-file" => {
+                settings.tls_key_file = text().map(PathBuf::from);
+                *lock(&self.identity) = None;
+            }
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let settings = lock(&self.settings).clone();
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        match pspec.name() {
+            "listen" => settings.listen.to_value(),
+            "namespace" => settings.namespace.to_value(),
+            "tls-cert-file" => path(&settings.tls_cert_file).to_value(),
+            "tls-key-file" => path(&settings.tls_key_file).to_value(),
+            "tls-fingerprint" => match self.identity() {
+                Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
+                Err(err) => {
+                    gst::warning!(CAT, imp = self, "no TLS identity: {err}");
+                    None::<String>.to_value()
+                }
+            },
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for MoqSink {}
+
+impl ElementImpl for MoqSink {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "MoQ Sink",
+                "Sink/Network",
+                "Publishes H.264 access units as Media over QUIC Transport (draft-14) tracks",
+                "moqsink developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = gst::Caps::builder("video/x-h264")
+                .field("stream-format", gst::List::new(["byte-stream", "avc"]))
+                .field("alignment", "au")
+                .build();
+            vec![
+                gst::PadTemplate::new(
+                    "sink",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &caps,
+                )
+                .expect("valid pad template"),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+}
+
+impl BaseSinkImpl for MoqSink {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let addr: SocketAddr = settings
+            .listen
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                gst::error_msg!(
+                    gst::ResourceError::Settings,
+                    [
+                        "invalid listen address {:?}: expected HOST:PORT",
+                        settings.listen
+                    ]
+                )
+            })?;
+        let namespace = moq_session::parse_namespace(&settings.namespace)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
+        let identity = self.identity()?;
+        let broadcast = Broadcast::new(namespace);
+        let publisher = Publisher::new(&broadcast, DeliveryMode::default());
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let server = {
+            let _guard = RUNTIME.enter();
+            Server::bind(addr, &identity, broadcast.clone(), events_tx).map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ["cannot listen on {addr}: {e}"]
+                )
+            })?
+        };
+        let bound = server.local_addr();
+        let fingerprint = tls::fingerprint_hex(&identity.fingerprint());
+        gst::info!(
+            CAT,
+            imp = self,
+            "listening on {bound}, certificate SHA-256 {fingerprint}"
+        );
+        RUNTIME.spawn(forward_server_events(self.obj().downgrade(), events_rx));
+        self.post_message(
+            "moq-listening",
+            &[
+                ("address", &bound.to_string()),
+                ("fingerprint", &fingerprint),
+            ],
+        );
+        *lock(&self.state) = Some(Started {
+            server,
+            broadcast,
+            publisher,
+            warned_no_keyframe: false,
+            next_fallback_pts: 0,
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        if let Some(started) = lock(&self.state).take() {
+            started.broadcast.finish();
+            started.server.close();
+        }
+        Ok(())
+    }
+
+    fn set_caps(&self, caps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let s = caps
+            .structure(0)
+            .ok_or_else(|| gst::loggable_error!(CAT, "empty caps"))?;
+        let format = match s.get::<&str>("stream-format") {
+            Ok("avc") => {
+                let codec_data = s
+                    .get::<gst::Buffer>("codec_data")
+                    .map_err(|_| gst::loggable_error!(CAT, "avc caps without codec_data"))?;
+                let map = codec_data
+                    .map_readable()
+                    .map_err(|_| gst::loggable_error!(CAT, "unreadable codec_data"))?;
+                let (_, length_size) = h264::ParameterSets::from_avcc(&map)
+                    .map_err(|e| gst::loggable_error!(CAT, "invalid codec_data: {e}"))?;
+                StreamFormat::Avc { length_size }
+            }
+            _ => StreamFormat::ByteStream,
+        };
+        let framerate = s
+            .get::<gst::Fraction>("framerate")
+            .ok()
+            .filter(|f| f.numer() > 0 && f.denom() > 0)
+            .map(|f| [f.numer() as u32, f.denom() as u32]);
+        let params = StreamParams {
+            format: Some(format),
+            width: s.get::<i32>("width").unwrap_or(0).max(0) as u32,
+            height: s.get::<i32>("height").unwrap_or(0).max(0) as u32,
+            framerate,
+        };
+        let codec_data = s.get::<gst::Buffer>("codec_data").ok();
+        let codec_map = codec_data.as_ref().and_then(|b| b.map_readable().ok());
+        let mut state = lock(&self.state);
+        let started = state
+            .as_mut()
+            .ok_or_else(|| gst::loggable_error!(CAT, "caps before start"))?;
+        started
+            .publisher
+            .set_stream(
+                params,
+                codec_map
+                    .as_deref()
+                    .filter(|_| matches!(format, StreamFormat::Avc { .. })),
+            )
+            .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        gst::debug!(CAT, imp = self, "caps {caps}");
+        Ok(())
+    }
+
+    fn render(&self, buffer: &gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let map = buffer.map_readable().map_err(|_| {
+            gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map buffer"]);
+            gst::FlowError::Error
+        })?;
+        let mut state = lock(&self.state);
+        let Some(started) = state.as_mut() else {
+            return Err(gst::FlowError::Flushing);
+        };
+        let timing = self.timing(started, buffer);
+        match started.publisher.push(&map, timing) {
+            Ok(published) => {
+                gst::trace!(
+                    CAT,
+                    imp = self,
+                    "{:?} AU → {:?} group {}",
+                    published.info.kind,
+                    published.role,
+                    published.group
+                );
+            }
+            Err(Dropped::NoKeyframeYet) => {
+                if !started.warned_no_keyframe {
+                    started.warned_no_keyframe = true;
+                    gst::element_imp_warning!(
+                        self,
+                        gst::StreamError::Decode,
+                        ("dropping access units until a keyframe with SPS/PPS arrives")
+                    );
+                }
+            }
+            Err(Dropped::Malformed(reason)) => {
+                gst::warning!(
+                    CAT,
+                    imp = self,
+                    "dropping malformed access unit ({} bytes): {reason}",
+                    map.len()
+                );
+            }
+        }
+        Ok(gst::FlowSuccess::Ok)
+    }
+
+    fn event(&self, event: gst::Event) -> bool {
+        if let gst::EventView::Eos(_) = event.view() {
+            self.drain();
+        }
+        self.parent_event(event)
+    }
+
+    fn unlock(&self) -> Result<(), gst::ErrorMessage> {
+        self.canceller.cancel();
+        Ok(())
+    }
+
+    fn unlock_stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.canceller.reset();
+        Ok(())
+    }
+}
+
+/// Turns subscriber connections into element messages and log lines.
+async fn forward_server_events(
+    element: glib::WeakRef<super::MoqSink>,
+    mut events: mpsc::UnboundedReceiver<ServerEvent>,
+) {
+    while let Some(event) = events.recv().await {
+        let Some(element) = element.upgrade() else {
+            return;
+        };
+        let imp = element.imp();
+        match event {
+            ServerEvent::Connected(peer) => {
+                gst::info!(CAT, imp = imp, "subscriber {peer} connected");
+                imp.post_message(
+                    "moq-subscriber-connected",
+                    &[("address", &peer.to_string())],
+                );
+            }
+            ServerEvent::Rejected(peer, reason) => {
+                gst::warning!(CAT, imp = imp, "session with {peer} failed: {reason}");
+            }
+            ServerEvent::Disconnected(peer, reason) => {
+                gst::info!(CAT, imp = imp, "subscriber {peer} disconnected: {reason}");
+                imp.post_message(
+                    "moq-subscriber-disconnected",
+                    &[
+                        ("address", &peer.to_string()),
+                        ("reason", &reason.to_string()),
+                    ],
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Turns access units into objects on the broadcast's tracks. Free of GStreamer so the
+//! element only translates buffers, caps and events.
+
+use bytes::Bytes;
+use h264::{AuInfo, FrameKind, ParameterSets, StreamFormat};
+use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
+use moq_media::mapping::priority;
+use moq_media::{DeliveryMode, FrameHeader, Mapper};
+use moq_session::{Broadcast, GroupOrder, GroupWriter, TrackDelivery, TrackProducer};
+
+/// Timing of one access unit, in catalog timescale units (µs) except where noted.
+#[derive(Debug, Clone, Copy)]
+pub struct AuTiming {
+    pub pts: i64,
+    pub dts: i64,
+    pub duration: u64,
+    /// Wall clock, µs since the UNIX epoch, when the AU reached the sink.
+    pub availability_us: u64,
+}
+
+/// Why an access unit was not published.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// Not parseable as H.264.
+    Malformed(String),
+    /// Before the first keyframe, or a keyframe without SPS/PPS seen yet.
+    NoKeyframeYet,
+}
+
+/// Per-stream parameters from the caps.
+#[derive(Debug, Clone, Default)]
+pub struct StreamParams {
+    pub format: Option<StreamFormat>,
+    pub width: u32,
+    pub height: u32,
+    pub framerate: Option<[u32; 2]>,
+}
+
+#[derive(Debug)]
+pub struct Publisher {
+    mode: DeliveryMode,
+    catalog: TrackProducer,
+    base: TrackProducer,
+    enhancement: Option<TrackProducer>,
+    stream: StreamParams,
+    parameter_sets: ParameterSets,
+    mapper: Mapper,
+    open_group: Option<GroupWriter>,
+    published_avcc: Option<Vec<u8>>,
+    next_catalog_group: u64,
+    decode_index: u64,
+}
+
+/// What happened to one access unit.
+#[derive(Debug)]
+pub struct Published {
+    pub info: AuInfo,
+    pub role: TrackRole,
+    pub group: u64,
+}
+
+impl Publisher {
+    pub fn new(broadcast: &Broadcast, mode: DeliveryMode) -> Publisher {
+        let group_order = if mode.newest_group_first() {
+            GroupOrder::Descending
+        } else {
+            GroupOrder::Ascending
+        };
+        let catalog = broadcast.create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
+        let base = broadcast.create_track(
+            catalog::BASE_TRACK,
+            TrackDelivery {
+                group_order,
+                ..TrackDelivery::default()
+            },
+        );
+        let enhancement = mode.splits_layers().then(|| {
+            broadcast.create_track(
+                catalog::ENHANCEMENT_TRACK,
+                TrackDelivery {
+                    group_order: GroupOrder::Descending,
+                    ..TrackDelivery::default()
+                },
+            )
+        });
+        Publisher {
+            mode,
+            catalog,
+            base,
+            enhancement,
+            stream: StreamParams::default(),
+            parameter_sets: ParameterSets::default(),
+            mapper: Mapper::new(mode),
+            open_group: None,
+            published_avcc: None,
+            next_catalog_group: 0,
+            decode_index: 0,
+        }
+    }
+
+    /// New caps: stream format, size, rate, and for `avc` the parameter sets in `codec_data`.
+    pub fn set_stream(
+        &mut self,
+        params: StreamParams,
+        codec_data: Option<&[u8]>,
+    ) -> Result<(), String> {
+        if let Some(avcc) = codec_data {
+            let (sets, _) =
+                ParameterSets::from_avcc(avcc).map_err(|e| format!("invalid codec_data: {e}"))?;
+            self.parameter_sets = sets;
+        }
+        self.stream = params;
+        Ok(())
+    }
+
+    pub fn framerate(&self) -> Option<[u32; 2]> {
+        self.stream.framerate
+    }
+
+    /// Publishes one access unit.
+    pub fn push(&mut self, au: &[u8], timing: AuTiming) -> Result<Published, Dropped> {
+        let format = self.stream.format.unwrap_or(StreamFormat::ByteStream);
+        let info = h264::classify(au, format).map_err(|e| Dropped::Malformed(e.to_string()))?;
+        self.parameter_sets
+            .update_from_au(au, format)
+            .map_err(|e| Dropped::Malformed(e.to_string()))?;
+        if info.kind == FrameKind::Key {
+            if !self.parameter_sets.is_complete() {
+                return Err(Dropped::NoKeyframeYet);
+            }
+            self.publish_catalog_if_changed();
+        }
+        let placement = self.mapper.place(info.kind).ok_or(Dropped::NoKeyframeYet)?;
+        let mut payload = Vec::with_capacity(au.len() + 64);
+        FrameHeader {
+            kind: info.kind,
+            slice_type: info.slice_type,
+            decode_index: self.decode_index,
+            dts: timing.dts,
+            pts: timing.pts,
+            duration: timing.duration,
+            availability_us: timing.availability_us,
+            base_group: placement.base_group,
+            base_index: placement.base_index,
+        }
+        .encode(&mut payload);
+        // Objects always carry Annex B, and keyframes their own SPS/PPS, so any group is
+        // a self-contained join point whatever the input format.
+        if info.kind == FrameKind::Key && !(info.has_sps && info.has_pps) {
+            payload.extend_from_slice(&self.parameter_sets.annexb_prefix());
+        }
+        match format {
+            StreamFormat::ByteStream => payload.extend_from_slice(au),
+            StreamFormat::Avc { length_size } => payload.extend_from_slice(
+                &h264::avc_to_annexb(au, length_size)
+                    .map_err(|e| Dropped::Malformed(e.to_string()))?,
+            ),
+        }
+        self.decode_index += 1;
+        let payload = Bytes::from(payload);
+        match placement.role {
+            TrackRole::Base => {
+                if placement.starts_group {
+                    self.open_group = Some(self.base.create_group(
+                        placement.group,
+                        priority::base(self.mode, placement.group),
+                        priority::PUBLISHER_BASE,
+                    ));
+                }
+                if let Some(group) = &self.open_group {
+                    group.write(payload);
+                }
+            }
+            TrackRole::Enhancement => {
+                let track = self
+                    .enhancement
+                    .as_ref()
+                    .expect("split modes create the track");
+                track
+                    .create_group(
+                        placement.group,
+                        priority::enhancement(placement.group),
+                        priority::PUBLISHER_ENHANCEMENT,
+                    )
+                    .write(payload);
+            }
+        }
+        Ok(Published {
+            info,
+            role: placement.role,
+            group: placement.group,
+        })
+    }
+
+    fn publish_catalog_if_changed(&mut self) {
+        let avcc = self.parameter_sets.avcc();
+        if self.published_avcc.as_ref() == Some(&avcc) {
+            return;
+        }
+        let sps = self.parameter_sets.sps_info();
+        let (codec, width, height) = match &sps {
+            Some(sps) => (sps.codec_string(), sps.width, sps.height),
+            None => ("avc1".to_owned(), self.stream.width, self.stream.height),
+        };
+        let mut tracks = vec![TrackEntry {
+            name: catalog::BASE_TRACK.into(),
+            role: TrackRole::Base,
+        }];
+        if self.enhancement.is_some() {
+            tracks.push(TrackEntry {
+                name: catalog::ENHANCEMENT_TRACK.into(),
+                role: TrackRole::Enhancement,
+            });
+        }
+        let doc = Catalog {
+            version: Catalog::VERSION,
+            timescale: catalog::TIMESCALE,
+            delivery: self.mode.name().into(),
+            video: VideoInfo {
+                codec,
+                width,
+                height,
+                framerate: self.stream.framerate,
+                avcc: catalog::hex_encode(&avcc),
+                gop_frames: None,
+            },
+            tracks,
+        };
+        self.catalog
+            .create_group(
+                self.next_catalog_group,
+                priority::CATALOG,
+                priority::PUBLISHER_CATALOG,
+            )
+            .write(Bytes::from(doc.to_json()));
+        self.next_catalog_group += 1;
+        self.published_avcc = Some(avcc);
+    }
+}

@@ -1,0 +1,485 @@
+use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::base_src::CreateSuccess;
+use gst_base::subclass::prelude::*;
+use h264::FrameKind;
+use moq_media::catalog::Catalog;
+use moq_media::reorder::{Frame, Popped, Pushed};
+use moq_media::{PlayoutClock, ReorderBuffer};
+use moq_session::MoqUrl;
+use moq_session::blocking::Canceller;
+use moq_session::tls::{self, Trust};
+use tokio::sync::mpsc;
+
+use super::receiver::{self, Item, ReceiverConfig};
+use crate::RUNTIME;
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "moqsrc",
+        gst::DebugColorFlags::empty(),
+        Some("Media over QUIC source"),
+    )
+});
+
+const DEFAULT_TRACK: &str = "video";
+const DEFAULT_TIMEOUT_S: u32 = 10;
+const DEFAULT_LATENCY_MS: u32 = 100;
+
+#[derive(Debug, Clone)]
+struct Settings {
+    url: Option<String>,
+    track: String,
+    tls_fingerprint: Option<String>,
+    tls_insecure: bool,
+    timeout_s: u32,
+    latency_ms: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            url: None,
+            track: DEFAULT_TRACK.into(),
+            tls_fingerprint: None,
+            tls_insecure: false,
+            timeout_s: DEFAULT_TIMEOUT_S,
+            latency_ms: DEFAULT_LATENCY_MS,
+        }
+    }
+}
+
+/// The AU bytes and the availability time a frame carries to the output buffer.
+type Payload = Bytes;
+
+struct Started {
+    items: mpsc::UnboundedReceiver<Item>,
+    worker: tokio::task::JoinHandle<()>,
+    reorder: ReorderBuffer<Payload>,
+    playout: PlayoutClock,
+    /// Monotonic origin for arrival times given to the reorder buffer.
+    epoch: Instant,
+    catalog: Option<Catalog>,
+    caps_pending: bool,
+    eos: bool,
+}
+
+#[derive(Default)]
+pub struct MoqSrc {
+    settings: Mutex<Settings>,
+    state: Mutex<Option<Started>>,
+    canceller: Canceller,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ns_since(epoch: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(epoch).as_nanos() as u64
+}
+
+impl MoqSrc {
+    fn config(&self) -> Result<(ReceiverConfig, u32), gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let text = settings.url.ok_or_else(|| {
+            gst::error_msg!(
+                gst::ResourceError::Settings,
+                ["no url set (moqt://HOST:PORT/NAMESPACE)"]
+            )
+        })?;
+        let url = MoqUrl::parse(&text)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
+        let trust = match (&settings.tls_fingerprint, settings.tls_insecure) {
+            (Some(fp), _) => Trust::Fingerprint(
+                tls::parse_fingerprint(fp)
+                    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
+            ),
+            (None, true) => Trust::Insecure,
+            (None, false) => {
+                return Err(gst::error_msg!(
+                    gst::ResourceError::Settings,
+                    [
+                        "{url}: set tls-fingerprint (the publisher's tls-fingerprint) or tls-insecure=true"
+                    ]
+                ));
+            }
+        };
+        Ok((
+            ReceiverConfig {
+                url,
+                track: settings.track,
+                trust,
+                timeout: Duration::from_secs(settings.timeout_s.into()),
+            },
+            settings.latency_ms,
+        ))
+    }
+
+    fn caps_for(catalog: &Catalog) -> gst::Caps {
+        let mut caps = gst::Caps::builder("video/x-h264")
+            .field("stream-format", "byte-stream")
+            .field("alignment", "au");
+        if catalog.video.width > 0 && catalog.video.height > 0 {
+            caps = caps
+                .field("width", catalog.video.width as i32)
+                .field("height", catalog.video.height as i32);
+        }
+        if let Some([n, d]) = catalog.video.framerate {
+            caps = caps.field("framerate", gst::Fraction::new(n as i32, d as i32));
+        }
+        caps.build()
+    }
+
+    fn post_message(&self, s: gst::Structure) {
+        let _ = self
+            .obj()
+            .post_message(gst::message::Element::builder(s).src(&*self.obj()).build());
+    }
+
+    /// Handles one item from the network side; `Err` ends streaming.
+    fn handle_item(&self, state: &mut Started, item: Item) -> Result<(), gst::FlowError> {
+        match item {
+            Item::Connected(peer) => {
+                gst::info!(CAT, imp = self, "connected to {peer}");
+                self.post_message(
+                    gst::Structure::builder("moq-connected")
+                        .field("address", peer.to_string())
+                        .build(),
+                );
+            }
+            Item::Catalog(catalog) => {
+                gst::debug!(CAT, imp = self, "catalog {catalog:?}");
+                if state.catalog.as_ref() != Some(&catalog) {
+                    state.catalog = Some(catalog);
+                    state.caps_pending = true;
+                }
+            }
+            Item::Frame {
+                header,
+                layer,
+                au,
+                received,
+            } => {
+                let frame = Frame {
+                    header,
+                    layer,
+                    arrival: ns_since(state.epoch, received),
+                    data: au,
+                };
+                if let Pushed::Dropped(frame, reason) = state.reorder.push(frame) {
+                    gst::debug!(
+                        CAT,
+                        imp = self,
+                        "dropped frame {} on arrival: {reason:?}",
+                        frame.header.decode_index
+                    );
+                }
+            }
+            Item::GroupEnd { group, complete } => {
+                if !complete {
+                    gst::debug!(CAT, imp = self, "group {group} was reset");
+                    state.reorder.group_lost(group);
+                }
+            }
+            Item::Eos => state.eos = true,
+            Item::Malformed(reason) => {
+                gst::warning!(CAT, imp = self, "ignoring malformed data: {reason}")
+            }
+            Item::Error(msg) => {
+                gst::element_imp_error!(self, gst::ResourceError::Read, ("{msg}"));
+                return Err(gst::FlowError::Error);
+            }
+        }
+        Ok(())
+    }
+
+    fn make_buffer(&self, state: &mut Started, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
+        let now = self
+            .obj()
+            .current_running_time()
+            .map_or(0, |t| t.nseconds());
+        let h = frame.header;
+        let stamped = state.playout.stamp_with(h.dts, h.pts, now, jump);
+        let mut buffer = gst::Buffer::from_slice(frame.data);
+        {
+            let buffer = buffer.get_mut().expect("new buffer is writable");
+            buffer.set_dts(gst::ClockTime::from_nseconds(stamped.dts));
+            buffer.set_pts(gst::ClockTime::from_nseconds(stamped.pts));
+            buffer.set_duration(gst::ClockTime::from_useconds(h.duration));
+            buffer.set_offset(h.decode_index);
+            if stamped.discont {
+                buffer.set_flags(gst::BufferFlags::DISCONT);
+            }
+            if h.kind != FrameKind::Key {
+                buffer.set_flags(gst::BufferFlags::DELTA_UNIT);
+            }
+            static UNIX: LazyLock<gst::Caps> =
+                LazyLock::new(|| gst::Caps::new_empty_simple("timestamp/x-unix"));
+            gst::ReferenceTimestampMeta::add(
+                buffer,
+                &UNIX,
+                gst::ClockTime::from_useconds(h.availability_us),
+                gst::ClockTime::NONE,
+            );
+        }
+        buffer
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for MoqSrc {
+    const NAME: &'static str = "GstMoqSrc";
+    type Type = super::MoqSrc;
+    type ParentType = gst_base::PushSrc;
+}
+
+impl ObjectImpl for MoqSrc {
+    fn constructed(&self) {
+        self.parent_constructed();
+        let obj = self.obj();
+        obj.set_live(true);
+        obj.set_format(gst::Format::Time);
+        obj.set_do_timestamp(false);
+    }
+
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecString::builder("url")
+                    .nick("URL")
+                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST:PORT/NAMESPACE")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("track")
+                    .nick("Track")
+                    .blurb("Name of the video track (the base layer; its enhancement track is found in the catalog)")
+                    .default_value(Some(DEFAULT_TRACK))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-fingerprint")
+                    .nick("TLS fingerprint")
+                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, as moqsink reports it)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("tls-insecure")
+                    .nick("TLS insecure")
+                    .blurb("Accept any server certificate (testing only)")
+                    .default_value(false)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("timeout")
+                    .nick("Timeout")
+                    .blurb("Seconds to keep trying to connect and subscribe before failing with an error")
+                    .minimum(1)
+                    .maximum(3600)
+                    .default_value(DEFAULT_TIMEOUT_S)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("latency")
+                    .nick("Latency")
+                    .blurb("Buffering in ms: how long frames may wait for missing ones before the reorder buffer moves on; reported as the source's latency")
+                    .maximum(60_000)
+                    .default_value(DEFAULT_LATENCY_MS)
+                    .mutable_ready()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut settings = lock(&self.settings);
+        match pspec.name() {
+            "url" => settings.url = value.get().expect("type checked upstream"),
+            "track" => {
+                settings.track = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .unwrap_or_else(|| DEFAULT_TRACK.into())
+            }
+            "tls-fingerprint" => {
+                settings.tls_fingerprint = value.get().expect("type checked upstream")
+            }
+            "tls-insecure" => settings.tls_insecure = value.get().expect("type checked upstream"),
+            "timeout" => settings.timeout_s = value.get().expect("type checked upstream"),
+            "latency" => settings.latency_ms = value.get().expect("type checked upstream"),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let settings = lock(&self.settings);
+        match pspec.name() {
+            "url" => settings.url.to_value(),
+            "track" => settings.track.to_value(),
+            "tls-fingerprint" => settings.tls_fingerprint.to_value(),
+            "tls-insecure" => settings.tls_insecure.to_value(),
+            "timeout" => settings.timeout_s.to_value(),
+            "latency" => settings.latency_ms.to_value(),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for MoqSrc {}
+
+impl ElementImpl for MoqSrc {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "MoQ Source",
+                "Source/Network",
+                "Subscribes to an H.264 track over Media over QUIC Transport (draft-14)",
+                "moqsink developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = gst::Caps::builder("video/x-h264")
+                .field("stream-format", "byte-stream")
+                .field("alignment", "au")
+                .build();
+            vec![
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &caps,
+                )
+                .expect("valid pad template"),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+}
+
+impl BaseSrcImpl for MoqSrc {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let (config, latency_ms) = self.config()?;
+        let latency_ns = u64::from(latency_ms) * 1_000_000;
+        let (tx, items) = mpsc::unbounded_channel();
+        let worker = RUNTIME.spawn(receiver::run(config, tx));
+        *lock(&self.state) = Some(Started {
+            items,
+            worker,
+            reorder: ReorderBuffer::new(latency_ns, true),
+            playout: PlayoutClock::new(latency_ns),
+            epoch: Instant::now(),
+            catalog: None,
+            caps_pending: false,
+            eos: false,
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        if let Some(started) = lock(&self.state).take() {
+            started.worker.abort();
+        }
+        Ok(())
+    }
+
+    fn is_seekable(&self) -> bool {
+        false
+    }
+
+    fn query(&self, query: &mut gst::QueryRef) -> bool {
+        if let gst::QueryViewMut::Latency(q) = query.view_mut() {
+            let latency = gst::ClockTime::from_mseconds(lock(&self.settings).latency_ms.into());
+            q.set(true, latency, gst::ClockTime::NONE);
+            return true;
+        }
+        BaseSrcImplExt::parent_query(self, query)
+    }
+
+    fn unlock(&self) -> Result<(), gst::ErrorMessage> {
+        self.canceller.cancel();
+        Ok(())
+    }
+
+    fn unlock_stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.canceller.reset();
+        Ok(())
+    }
+}
+
+impl PushSrcImpl for MoqSrc {
+    fn create(
+        &self,
+        _buffer: Option<&mut gst::BufferRef>,
+    ) -> Result<CreateSuccess, gst::FlowError> {
+        let mut guard = lock(&self.state);
+        let state = guard.as_mut().ok_or(gst::FlowError::Flushing)?;
+        loop {
+            if state.caps_pending {
+                if let Some(catalog) = &state.catalog {
+                    let caps = Self::caps_for(catalog);
+                    gst::info!(CAT, imp = self, "caps {caps}");
+                    self.obj()
+                        .set_caps(&caps)
+                        .map_err(|_| gst::FlowError::NotNegotiated)?;
+                }
+                state.caps_pending = false;
+            }
+            let now = ns_since(state.epoch, Instant::now());
+            let drain_all = state.eos && state.items.is_empty();
+            match state.reorder.pop(if drain_all { u64::MAX } else { now }) {
+                Some(Popped::Frame { frame, jump }) => {
+                    if let Some(jump) = jump {
+                        self.post_message(
+                            gst::Structure::builder("moq-skip")
+                                .field("skipped-ms", jump.skipped_us / 1000)
+                                .field("skipped-base-frames", jump.skipped_base_frames)
+                                .build(),
+                        );
+                    }
+                    let buffer = self.make_buffer(state, frame, jump.is_some());
+                    return Ok(CreateSuccess::NewBuffer(buffer));
+                }
+                Some(Popped::Dropped { frame, reason }) => {
+                    gst::debug!(
+                        CAT,
+                        imp = self,
+                        "dropped frame {}: {reason:?}",
+                        frame.header.decode_index
+                    );
+                    continue;
+                }
+                None if drain_all => return Err(gst::FlowError::Eos),
+                None => {}
+            }
+            let deadline = state
+                .reorder
+                .deadline(now)
+                .map(|d| state.epoch + Duration::from_nanos(d));
+            let items = &mut state.items;
+            let next = self.canceller.block_on(RUNTIME.handle(), async {
+                match deadline {
+                    Some(at) => tokio::time::timeout_at(at.into(), items.recv()).await.ok(),
+                    None => Some(items.recv().await),
+                }
+            });
+            match next {
+                Err(_) => return Err(gst::FlowError::Flushing),
+                Ok(None) => {}
+                Ok(Some(Some(item))) => self.handle_item(state, item)?,
+                Ok(Some(None)) => {
+                    // The worker ended without an EOS or error item: it was stopped.
+                    if !state.eos {
+                        return Err(gst::FlowError::Flushing);
+                    }
+                }
+            }
+        }
+    }
+}

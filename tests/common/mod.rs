@@ -1,0 +1,352 @@
+//! Shared helpers for the pipeline tests: plugin registration, free ports, a live H.264
+//! sender into moqsink, a decoding receiver behind moqsrc, and bus waits with timeouts.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::net::UdpSocket;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+
+/// Upper bound for any single wait in a test.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        gst::init().expect("GStreamer initialises");
+        gstmoqsink::plugin_register_static().expect("moqsink registers");
+        gstmoqsrc::plugin_register_static().expect("moqsrc registers");
+        let missing: Vec<_> = [
+            "videotestsrc",
+            "x264enc",
+            "h264parse",
+            "avdec_h264",
+            "appsink",
+            "appsrc",
+        ]
+        .into_iter()
+        .filter(|name| gst::ElementFactory::find(name).is_none())
+        .collect();
+        assert!(
+            missing.is_empty(),
+            "GStreamer elements {missing:?} are missing: install gstreamer1.0-plugins-{{base,good,bad,ugly}} \
+             and gstreamer1.0-libav (the README's test command does)"
+        );
+    });
+}
+
+/// A UDP port nobody listens on right now.
+pub fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("bind an ephemeral UDP port")
+        .port()
+}
+
+/// Raw video every test encodes; I420 keeps x264enc in High profile (not High 4:4:4).
+pub const TEST_CAPS: &str = "video/x-raw,format=I420,width=320,height=240,framerate=24/1";
+pub const TEST_VIDEO: &str = "videotestsrc is-live=true pattern=ball \
+    ! video/x-raw,format=I420,width=320,height=240,framerate=24/1";
+pub const TEST_ENCODER: &str = "x264enc bframes=3 key-int-max=15 speed-preset=veryfast \
+    ! h264parse ! video/x-h264,alignment=au";
+
+/// Waits on `bus` until `pick` returns something, an ERROR arrives, or `timeout` passes.
+pub fn wait_bus<T>(
+    bus: &gst::Bus,
+    timeout: Duration,
+    mut pick: impl FnMut(&gst::Message) -> Option<T>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("timed out after {timeout:?}"));
+        }
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64)) else {
+            continue;
+        };
+        if let Some(found) = pick(&msg) {
+            return Ok(found);
+        }
+        if let gst::MessageView::Error(err) = msg.view() {
+            return Err(format!(
+                "error from {:?}: {} ({:?})",
+                err.src().map(|s| s.path_string()),
+                err.error(),
+                err.debug()
+            ));
+        }
+    }
+}
+
+pub fn wait_eos(pipeline: &gst::Pipeline, timeout: Duration) -> Result<(), String> {
+    let bus = pipeline.bus().expect("pipeline has a bus");
+    wait_bus(&bus, timeout, |m| {
+        matches!(m.view(), gst::MessageView::Eos(_)).then_some(())
+    })
+}
+
+/// One access unit as it reached moqsink.
+#[derive(Debug, Clone)]
+pub struct SentAu {
+    pub pts: gst::ClockTime,
+    pub dts: Option<gst::ClockTime>,
+    pub key: bool,
+}
+
+/// `TEST_VIDEO ! TEST_ENCODER ! moqsink` with a probe recording every AU the sink gets.
+pub struct Sender {
+    pub pipeline: gst::Pipeline,
+    pub sink: gst::Element,
+    pub sent: Arc<Mutex<Vec<SentAu>>>,
+    pub port: u16,
+}
+
+impl Sender {
+    pub fn start(sink_properties: &str) -> Sender {
+        init();
+        let port = free_udp_port();
+        let description = format!(
+            "{TEST_VIDEO} ! {TEST_ENCODER} ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties}"
+        );
+        let pipeline = gst::parse::launch(&description)
+            .expect("sender pipeline parses")
+            .downcast::<gst::Pipeline>()
+            .expect("a pipeline");
+        let sink = pipeline.by_name("sink").expect("sink exists");
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let record = sent.clone();
+        sink.static_pad("sink").expect("sink pad").add_probe(
+            gst::PadProbeType::BUFFER,
+            move |_, info| {
+                if let Some(buffer) = info.buffer() {
+                    record.lock().unwrap().push(SentAu {
+                        pts: buffer.pts().expect("encoder output has PTS"),
+                        dts: buffer.dts(),
+                        key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
+                    });
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("sender plays");
+        Sender {
+            pipeline,
+            sink,
+            sent,
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("moqt://127.0.0.1:{}/live", self.port)
+    }
+
+    pub fn fingerprint(&self) -> String {
+        self.sink
+            .property::<Option<String>>("tls-fingerprint")
+            .expect("moqsink has a fingerprint")
+    }
+
+    pub fn sent(&self) -> Vec<SentAu> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    /// Sends EOS and waits for it to leave the sink (subscribers drained).
+    pub fn finish(&self) {
+        self.pipeline.send_event(gst::event::Eos::new());
+        wait_eos(&self.pipeline, WAIT).expect("sender reaches EOS");
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+/// A frame as moqsrc output it.
+#[derive(Debug, Clone)]
+pub struct ReceivedFrame {
+    pub decode_index: u64,
+    pub pts: gst::ClockTime,
+    pub dts: gst::ClockTime,
+    pub key: bool,
+    pub discont: bool,
+    /// Availability time at the sender, from the `timestamp/x-unix` reference meta.
+    pub availability: Option<gst::ClockTime>,
+}
+
+/// `moqsrc ! h264parse ! avdec_h264 ! appsink`, recording moqsrc's output and counting
+/// decoded pictures.
+pub struct Receiver {
+    pub pipeline: gst::Pipeline,
+    pub frames: Arc<Mutex<Vec<ReceivedFrame>>>,
+    pub decoded: Arc<Mutex<usize>>,
+}
+
+impl Receiver {
+    pub fn start(src_properties: &str) -> Receiver {
+        init();
+        let description = format!(
+            "moqsrc name=src {src_properties} ! h264parse ! avdec_h264 ! appsink name=out sync=false"
+        );
+        let pipeline = gst::parse::launch(&description)
+            .expect("receiver pipeline parses")
+            .downcast::<gst::Pipeline>()
+            .expect("a pipeline");
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let record = frames.clone();
+        let unix = gst::Caps::new_empty_simple("timestamp/x-unix");
+        pipeline
+            .by_name("src")
+            .expect("src exists")
+            .static_pad("src")
+            .expect("src pad")
+            .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+                if let Some(buffer) = info.buffer() {
+                    let availability = buffer
+                        .iter_meta::<gst::ReferenceTimestampMeta>()
+                        .find(|m| m.reference().can_intersect(&unix))
+                        .map(|m| m.timestamp());
+                    record.lock().unwrap().push(ReceivedFrame {
+                        decode_index: buffer.offset(),
+                        pts: buffer.pts().expect("moqsrc sets PTS"),
+                        dts: buffer.dts().expect("moqsrc sets DTS"),
+                        key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
+                        discont: buffer.flags().contains(gst::BufferFlags::DISCONT),
+                        availability,
+                    });
+                }
+                gst::PadProbeReturn::Ok
+            });
+        let decoded = Arc::new(Mutex::new(0usize));
+        let count = decoded.clone();
+        let appsink = pipeline
+            .by_name("out")
+            .expect("appsink exists")
+            .downcast::<gst_app::AppSink>()
+            .expect("an appsink");
+        appsink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |sink| {
+                    sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    *count.lock().unwrap() += 1;
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("receiver plays");
+        Receiver {
+            pipeline,
+            frames,
+            decoded,
+        }
+    }
+
+    pub fn frames(&self) -> Vec<ReceivedFrame> {
+        self.frames.lock().unwrap().clone()
+    }
+
+    pub fn decoded(&self) -> usize {
+        *self.decoded.lock().unwrap()
+    }
+
+    /// Waits until moqsrc has output at least `n` frames.
+    pub fn wait_frames(&self, n: usize, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let bus = self.pipeline.bus().expect("bus");
+        while self.frames.lock().unwrap().len() < n {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "only {} of {n} frames after {timeout:?}",
+                    self.frames.lock().unwrap().len()
+                ));
+            }
+            let msg = bus.timed_pop_filtered(
+                gst::ClockTime::from_mseconds(50),
+                &[gst::MessageType::Error],
+            );
+            if let Some(gst::MessageView::Error(err)) = msg.as_ref().map(|m| m.view()) {
+                return Err(format!(
+                    "receiver error: {} ({:?})",
+                    err.error(),
+                    err.debug()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+/// Checks a receiver's output against what the sender sent: decode order without gaps
+/// from the first (key) frame on, every AU from there on delivered and decoded, PTS-DTS
+/// preserved, availability meta on every frame.
+pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
+    let frames = receiver.frames();
+    assert!(!frames.is_empty(), "nothing received");
+    let first = frames[0].decode_index as usize;
+    assert!(frames[0].key, "playback starts at a keyframe");
+    assert!(frames[0].discont, "the first buffer is a discontinuity");
+    assert!(
+        sent[first].key,
+        "the first received frame was a keyframe at the sender"
+    );
+    // PTS spacing is preserved between re-anchoring points (DISCONT buffers).
+    let mut anchor = (&frames[0], &sent[first]);
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(
+            f.decode_index as usize,
+            first + i,
+            "decode order without gaps"
+        );
+        let s = &sent[f.decode_index as usize];
+        if f.discont {
+            anchor = (f, s);
+        }
+        let recv_offset = f.pts.useconds() as i64 - anchor.0.pts.useconds() as i64;
+        let sent_offset = s.pts.useconds() as i64 - anchor.1.pts.useconds() as i64;
+        assert!(
+            (recv_offset - sent_offset).abs() <= 2,
+            "frame {}: PTS offset {sent_offset} µs sent, {recv_offset} µs received",
+            f.decode_index
+        );
+        assert_eq!(f.key, s.key, "frame {} key flag", f.decode_index);
+        let sent_cts = s.pts.useconds() as i64 - s.dts.unwrap_or(s.pts).useconds() as i64;
+        let recv_cts = f.pts.useconds() as i64 - f.dts.useconds() as i64;
+        assert!(
+            (sent_cts - recv_cts).abs() <= 1,
+            "frame {}: PTS-DTS {sent_cts} µs sent, {recv_cts} µs received",
+            f.decode_index
+        );
+        assert!(
+            f.availability.is_some(),
+            "frame {} has availability meta",
+            f.decode_index
+        );
+        if i > 0 {
+            assert!(f.dts >= frames[i - 1].dts, "DTS never decreases");
+        }
+    }
+    assert_eq!(
+        frames.len(),
+        sent.len() - first,
+        "every AU sent after the subscriber joined arrived"
+    );
+    assert_eq!(
+        receiver.decoded(),
+        frames.len(),
+        "every received AU decoded"
+    );
+}

@@ -201,12 +201,24 @@ impl MoqSrc {
     }
 
     fn make_buffer(&self, state: &mut Started, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
+        // A live source stamps data with when it arrived, not when downstream let us push
+        // it: time spent blocked behind the decoder and sink is covered by their latency.
         let now = self
             .obj()
             .current_running_time()
             .map_or(0, |t| t.nseconds());
+        let waited = ns_since(state.epoch, Instant::now()).saturating_sub(frame.arrival);
+        let arrival = now.saturating_sub(waited);
         let h = frame.header;
-        let stamped = state.playout.stamp_with(h.dts, h.pts, now, jump);
+        let stamped = state.playout.stamp_with(h.dts, h.pts, arrival, jump);
+        gst::log!(
+            CAT,
+            imp = self,
+            "frame {} arrived at {arrival} (now {now}): dts {} discont {}",
+            h.decode_index,
+            stamped.dts,
+            stamped.discont
+        );
         let mut buffer = gst::Buffer::from_slice(frame.data);
         {
             let buffer = buffer.get_mut().expect("new buffer is writable");

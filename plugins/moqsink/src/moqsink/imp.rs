@@ -114,9 +114,14 @@ impl MoqSink {
     fn timing(&self, state: &mut Started, buffer: &gst::BufferRef) -> AuTiming {
         let obj = self.obj();
         let segment = obj.segment();
-        let to_running = |t: Option<gst::ClockTime>| {
+        // Signed running time: a DTS before the segment start (B-frame reordering delay at
+        // the very beginning) is negative, not missing.
+        let to_running = |t: Option<gst::ClockTime>| -> Option<i64> {
             let seg = segment.downcast_ref::<gst::format::Time>()?;
-            seg.to_running_time(t?)
+            match seg.to_running_time_full(t?)? {
+                gst::Signed::Positive(v) => Some(v.useconds() as i64),
+                gst::Signed::Negative(v) => Some(-(v.useconds() as i64)),
+            }
         };
         let frame_us = buffer.duration().map(|d| d.useconds()).unwrap_or_else(|| {
             state
@@ -129,7 +134,7 @@ impl MoqSink {
         let pts = to_running(buffer.pts()).or_else(|| to_running(buffer.dts()));
         let dts = to_running(buffer.dts()).or(pts);
         let (pts, dts) = match (pts, dts) {
-            (Some(p), Some(d)) => (p.useconds() as i64, d.useconds() as i64),
+            (Some(p), Some(d)) => (p, d),
             _ => {
                 let t = state.next_fallback_pts as i64;
                 (t, t)

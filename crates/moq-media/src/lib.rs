@@ -3,12 +3,14 @@
 //! - [`header`]: the per-frame header at the start of every video object payload;
 //! - [`catalog`]: the JSON catalog track;
 //! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
+//! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source.
 
 pub mod catalog;
 pub mod header;
 pub mod mapping;
+pub mod metrics;
 pub mod playout;
 pub mod reorder;
 

@@ -134,32 +134,48 @@ impl Mapper {
     }
 }
 
-/// QUIC send priorities (quinn: strict, higher first). The catalog is above everything,
-/// every base stream above every enhancement stream.
+/// Send order of each stream: the catalog before everything, every base-layer stream
+/// before every enhancement stream (DESIGN.md §5).
 pub mod priority {
     use super::DeliveryMode;
 
-    pub const CATALOG: i32 = i32::MAX;
-    /// MoQ publisher priorities (lower first) written in subgroup headers, for relays.
-    pub const PUBLISHER_CATALOG: u8 = 0;
-    pub const PUBLISHER_BASE: u8 = 64;
-    pub const PUBLISHER_ENHANCEMENT: u8 = 192;
-    /// Base streams use `[0, SPAN)`, enhancement streams `[i32::MIN, i32::MIN + SPAN)`.
-    const SPAN: u64 = 1 << 30;
+    /// Lower `class` first; within a class higher `rank` first. `publisher` is the MoQ
+    /// publisher priority for relays (lower first).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Urgency {
+        pub class: u8,
+        pub rank: i64,
+        pub publisher: u8,
+    }
 
-    /// Priority of the stream carrying base group `group`.
-    pub fn base(mode: DeliveryMode, group: u64) -> i32 {
-        let rank = (group % SPAN) as i32;
-        if mode.newest_group_first() {
-            rank
-        } else {
-            (SPAN as i32 - 1) - rank
+    pub const CATALOG: Urgency = Urgency {
+        class: 0,
+        rank: 0,
+        publisher: 0,
+    };
+
+    /// The stream carrying base group `group`: older first, or newest first in the
+    /// modes that skip old GoPs.
+    pub fn base(mode: DeliveryMode, group: u64) -> Urgency {
+        let group = group.min(i64::MAX as u64) as i64;
+        Urgency {
+            class: 1,
+            rank: if mode.newest_group_first() {
+                group
+            } else {
+                -group
+            },
+            publisher: 64,
         }
     }
 
-    /// Priority of the stream carrying enhancement frame `sequence`: newest first.
-    pub fn enhancement(sequence: u64) -> i32 {
-        i32::MIN + (sequence % SPAN) as i32
+    /// The stream carrying enhancement frame `sequence`: newest first.
+    pub fn enhancement(sequence: u64) -> Urgency {
+        Urgency {
+            class: 2,
+            rank: sequence.min(i64::MAX as u64) as i64,
+            publisher: 192,
+        }
     }
 }
 
@@ -241,19 +257,47 @@ mod tests {
         }
     }
 
+    /// Whether `a`'s stream goes before `b`'s.
+    fn before(a: priority::Urgency, b: priority::Urgency) -> bool {
+        (a.class, std::cmp::Reverse(a.rank)) < (b.class, std::cmp::Reverse(b.rank))
+    }
+
     #[test]
     fn priorities_order_streams_as_each_mode_intends() {
         use priority::*;
         for mode in DeliveryMode::ALL {
             for g in [0, 1, 1000] {
-                assert!(CATALOG > base(mode, g));
-                assert!(base(mode, g) > enhancement(g * 7 + 3));
-                assert!(base(mode, g) >= 0);
+                assert!(before(CATALOG, base(mode, g)));
+                assert!(before(base(mode, g), enhancement(g * 7 + 3)));
+                assert!(CATALOG.publisher < base(mode, g).publisher);
+                assert!(base(mode, g).publisher < enhancement(g).publisher);
             }
-            let older_wins = base(mode, 4) > base(mode, 5);
+            let older_wins = before(base(mode, 4), base(mode, 5));
             assert_eq!(older_wins, !mode.newest_group_first(), "{mode:?}");
         }
-        assert!(enhancement(11) > enhancement(10));
+        assert!(before(enhancement(11), enhancement(10)));
+    }
+
+    #[test]
+    fn priority_arithmetic_holds_over_long_streams() {
+        use priority::*;
+        // Ten years of 24 fps enhancement frames and 1.6 GoPs/s, and the far end of u64.
+        let frames = 24 * 3600 * 24 * 365 * 10u64;
+        let gops = frames / 15;
+        for mode in DeliveryMode::ALL {
+            for g in [u32::MAX as u64, gops, i64::MAX as u64 - 1] {
+                assert_eq!(
+                    before(base(mode, g), base(mode, g + 1)),
+                    !mode.newest_group_first()
+                );
+                assert!(before(base(mode, g), enhancement(frames)));
+            }
+        }
+        for n in [u32::MAX as u64, frames, i64::MAX as u64 - 1] {
+            assert!(before(enhancement(n + 1), enhancement(n)));
+        }
+        // Saturates rather than wrapping at the very end of the range.
+        assert!(!before(enhancement(u64::MAX), enhancement(u64::MAX - 1)));
     }
 
     #[test]

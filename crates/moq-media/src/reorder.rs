@@ -66,6 +66,8 @@ pub struct Jump {
     pub skipped_us: u64,
     /// Base-layer frames never output between the two.
     pub skipped_base_frames: u64,
+    /// GoPs of which nothing was output.
+    pub skipped_groups: u64,
 }
 
 /// What [`ReorderBuffer::pop`] returns.
@@ -295,6 +297,7 @@ impl<T> ReorderBuffer<T> {
             Some(last) if frame.is_key() && h.base_index != last.base_index + 1 => Some(Jump {
                 skipped_us: h.dts.saturating_sub(last.end_dts).max(0) as u64,
                 skipped_base_frames: h.base_index.saturating_sub(last.base_index + 1),
+                skipped_groups: h.base_group.saturating_sub(last.base_group + 1),
             }),
             _ => None,
         };
@@ -533,7 +536,8 @@ mod tests {
             jumps,
             [Jump {
                 skipped_us: 13 * FRAME_US as u64,
-                skipped_base_frames: 8
+                skipped_base_frames: 8,
+                skipped_groups: 0,
             }]
         );
         assert!(matches!(

@@ -24,5 +24,5 @@ pub use error::{RequestError, SessionError};
 pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use session::{Role, Session, SessionConfig};
 pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
-pub use track::{Broadcast, GroupWriter, TrackDelivery, TrackProducer};
+pub use track::{Broadcast, GroupWriter, Priority, TrackDelivery, TrackProducer, TrackStats};
 pub use url::{MoqUrl, UrlError, parse_namespace};

@@ -2,7 +2,7 @@
 //! IDs, and dispatch to the publishing and subscribing halves.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use moq_wire::draft14::{
@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::control::{self, ControlReader};
 use crate::error::{RequestError, SessionError};
-use crate::publish::{self, Served};
+use crate::publish::{self, Publisher};
 use crate::subscribe::{self, Outgoing};
 use crate::track::{Broadcast, lock};
 
@@ -69,7 +69,6 @@ pub(crate) struct State {
     // Requests the peer makes.
     next_peer_request_id: u64,
     granted_request_id: u64,
-    pub served: HashMap<u64, Served>,
     next_alias: u64,
 }
 
@@ -85,6 +84,8 @@ pub(crate) struct Inner {
     pub conn: quinn::Connection,
     pub role: Role,
     pub publish: Option<Broadcast>,
+    /// The scheduler serving the peer's subscriptions, when we publish.
+    pub publisher: OnceLock<Publisher>,
     pub state: Mutex<State>,
     control: mpsc::UnboundedSender<ControlMessage>,
     /// Bumped whenever a track alias is registered or MAX_REQUEST_ID grows.
@@ -292,6 +293,7 @@ impl Session {
             conn: conn.clone(),
             role,
             publish: config.publish,
+            publisher: OnceLock::new(),
             state: Mutex::new(State {
                 next_request_id: role.first_request_id(),
                 peer_max_request_id: peer_max,
@@ -301,12 +303,14 @@ impl Session {
                 goaway: false,
                 next_peer_request_id: role.peer().first_request_id(),
                 granted_request_id: REQUEST_WINDOW,
-                served: HashMap::new(),
                 next_alias: 0,
             }),
             control: control_tx,
             changed: watch::channel(0).0,
         });
+        if inner.publish.is_some() {
+            let _ = inner.publisher.set(Publisher::start(&inner));
+        }
         tokio::spawn(write_control(conn.clone(), send, control_rx));
         tokio::spawn(run(inner.clone(), reader));
         tokio::spawn(subscribe::accept_data_streams(inner.clone()));

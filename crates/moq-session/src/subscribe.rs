@@ -9,7 +9,7 @@ use moq_wire::draft14::{
     self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
     Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::{RequestError, SessionError};
 use crate::session::{Inner, REPLY_TIMEOUT, Session};
@@ -70,6 +70,8 @@ pub enum TrackEvent {
 #[derive(Debug)]
 pub(crate) struct Outgoing {
     events: mpsc::UnboundedSender<TrackEvent>,
+    /// Groups below this are no longer wanted: their streams get STOP_SENDING.
+    stop_before: watch::Sender<u64>,
     reply: Option<oneshot::Sender<Result<wire::SubscribeOk, RequestError>>>,
     streams_open: u64,
     streams_done: u64,
@@ -90,6 +92,23 @@ impl Subscription {
     /// The next event; `None` once the track ended or the session closed.
     pub async fn next(&mut self) -> Option<TrackEvent> {
         self.events.recv().await
+    }
+
+    /// Stops receiving every group older than `group` (STOP_SENDING on their streams,
+    /// now and for streams that open later).
+    pub fn stop_groups_before(&self, group: u64) {
+        if let Some(sub) = lock(&self.session.inner.state)
+            .outgoing
+            .get(&self.request_id)
+        {
+            sub.stop_before.send_if_modified(|g| {
+                let raise = group > *g;
+                if raise {
+                    *g = group;
+                }
+                raise
+            });
+        }
     }
 }
 
@@ -124,6 +143,7 @@ impl Session {
             request_id,
             Outgoing {
                 events: events_tx,
+                stop_before: watch::channel(0).0,
                 reply: Some(reply_tx),
                 streams_open: 0,
                 streams_done: 0,
@@ -345,12 +365,20 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
         Err(StreamEnd::Finished) => return,
         Err(StreamEnd::Violation(e)) => return inner.close(&e),
     };
-    let Some((request_id, events)) = claim_stream(&inner, header.track_alias).await else {
+    let Some((request_id, events, mut stop_before)) =
+        claim_stream(&inner, header.track_alias).await
+    else {
         let _ = reader.recv.stop(quinn::VarInt::from_u32(0));
         return;
     };
     let group = header.group_id;
-    let end = read_objects(&mut reader, &header, &events).await;
+    let end = tokio::select! {
+        end = read_objects(&mut reader, &header, &events) => end,
+        _ = stop_before.wait_for(|g| group < *g) => {
+            let _ = reader.recv.stop(quinn::VarInt::from_u64(wire::reset_code::CANCELLED).unwrap_or_default());
+            StreamEnd::Reset
+        }
+    };
     let complete = match end {
         StreamEnd::Finished => true,
         StreamEnd::Reset => false,
@@ -374,7 +402,7 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
 async fn claim_stream(
     inner: &Inner,
     alias: u64,
-) -> Option<(u64, mpsc::UnboundedSender<TrackEvent>)> {
+) -> Option<(u64, mpsc::UnboundedSender<TrackEvent>, watch::Receiver<u64>)> {
     let mut changed = inner.changed.subscribe();
     let deadline = tokio::time::Instant::now() + ALIAS_WAIT;
     loop {
@@ -383,7 +411,7 @@ async fn claim_stream(
             if let Some(request_id) = state.aliases.get(&alias).copied() {
                 let sub = state.outgoing.get_mut(&request_id)?;
                 sub.streams_open += 1;
-                return Some((request_id, sub.events.clone()));
+                return Some((request_id, sub.events.clone(), sub.stop_before.subscribe()));
             }
         }
         tokio::time::timeout_at(deadline, changed.changed())

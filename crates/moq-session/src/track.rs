@@ -1,16 +1,18 @@
 //! Publisher-side tracks: what a media producer writes and subscriptions read.
 //!
-//! Writing never waits: a producer appends objects under a short lock and bumps a watch
-//! counter; every subscription runs its own tasks that read at their own pace. A track
-//! keeps only its most recent groups, so a slow subscriber holds on to the groups it is
-//! still sending (they are reference counted), never the producer.
+//! Writing never waits: a producer appends objects under a short lock and rings the
+//! doorbell of every session serving the track. Each session's scheduler then decides,
+//! at its own pace, what to hand to QUIC. A track keeps only its most recent groups; a
+//! session still sending an older group holds it by reference, never the producer.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use moq_wire::draft14::{GroupOrder, Location, TrackNamespace};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical
 /// section here leaves the state consistent, so the data stays usable.
@@ -25,6 +27,12 @@ pub struct TrackDelivery {
     pub group_order: GroupOrder,
     /// How many recent groups a new subscriber with an absolute start can still get.
     pub retained_groups: usize,
+    /// A newer group makes older ones worthless: they are dropped (reset if already
+    /// started) once the newer one can be delivered, and never started late.
+    pub supersede: bool,
+    /// Objects not yet handed to QUIC this long after they were written are dropped with
+    /// the rest of their group (the stream is reset if it was started).
+    pub max_age: Option<Duration>,
 }
 
 impl Default for TrackDelivery {
@@ -32,7 +40,36 @@ impl Default for TrackDelivery {
         TrackDelivery {
             group_order: GroupOrder::Ascending,
             retained_groups: 1,
+            supersede: false,
+            max_age: None,
         }
+    }
+}
+
+/// Where a group's stream stands in the send order of a session.
+///
+/// Lower `class` goes first (catalog, base layer, enhancement layer); within a class the
+/// higher `rank` goes first. Ranks are 64-bit, so a rank per group or per frame never
+/// wraps in practice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Priority {
+    pub class: u8,
+    pub rank: i64,
+    /// Publisher priority written in the subgroup header, for relays (lower first).
+    pub publisher: u8,
+}
+
+impl Priority {
+    /// quinn's stream priority (higher first). The scheduler hands QUIC only a little data
+    /// at a time, so this only orders what is already buffered; ranks wrap every 2^27.
+    pub fn quinn(&self) -> i32 {
+        let band = (3 - i32::from(self.class.min(3))) << 27;
+        band | (self.rank.rem_euclid(1 << 27) as i32)
+    }
+
+    /// Whether `self` goes before `other`.
+    pub fn precedes(&self, other: &Priority) -> bool {
+        (self.class, std::cmp::Reverse(self.rank)) < (other.class, std::cmp::Reverse(other.rank))
     }
 }
 
@@ -40,51 +77,40 @@ impl Default for TrackDelivery {
 #[derive(Debug)]
 pub struct Group {
     pub id: u64,
-    /// QUIC send priority of the stream (quinn: higher first).
-    pub send_priority: i32,
-    /// Publisher priority written in the subgroup header (MoQ: lower first).
-    pub publisher_priority: u8,
+    pub priority: Priority,
+    pub created: Instant,
     state: Mutex<GroupState>,
-    changed: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
 struct GroupState {
-    objects: Vec<Bytes>,
+    /// Payloads with the time each was written.
+    objects: Vec<(Bytes, Instant)>,
     closed: bool,
 }
 
-/// Objects of a group from some index on, and whether more may follow.
-#[derive(Debug)]
-pub(crate) struct GroupRead {
-    pub objects: Vec<Bytes>,
-    pub closed: bool,
-}
-
 impl Group {
-    pub(crate) fn read_from(&self, index: usize) -> GroupRead {
-        let state = lock(&self.state);
-        GroupRead {
-            objects: state.objects.get(index..).unwrap_or_default().to_vec(),
-            closed: state.closed,
-        }
+    /// The object at `index`, if written yet.
+    pub(crate) fn object(&self, index: usize) -> Option<Bytes> {
+        lock(&self.state).objects.get(index).map(|(b, _)| b.clone())
     }
 
-    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
+    /// When the object at `index` was written, if it was.
+    pub(crate) fn written_at(&self, index: usize) -> Option<Instant> {
+        lock(&self.state).objects.get(index).map(|(_, t)| *t)
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    pub(crate) fn len(&self) -> usize {
         lock(&self.state).objects.len()
     }
 
-    fn close(&self) {
+    fn close(&self) -> bool {
         let mut state = lock(&self.state);
-        if !state.closed {
-            state.closed = true;
-            drop(state);
-            self.changed.send_modify(|v| *v += 1);
-        }
+        !std::mem::replace(&mut state.closed, true)
     }
 }
 
@@ -92,6 +118,7 @@ impl Group {
 #[derive(Debug)]
 pub struct GroupWriter {
     group: Arc<Group>,
+    track: Arc<TrackShared>,
 }
 
 impl GroupWriter {
@@ -105,9 +132,9 @@ impl GroupWriter {
         if state.closed {
             return;
         }
-        state.objects.push(payload);
+        state.objects.push((payload, Instant::now()));
         drop(state);
-        self.group.changed.send_modify(|v| *v += 1);
+        self.track.ring();
     }
 
     pub fn close(self) {}
@@ -115,7 +142,9 @@ impl GroupWriter {
 
 impl Drop for GroupWriter {
     fn drop(&mut self) {
-        self.group.close();
+        if self.group.close() {
+            self.track.ring();
+        }
     }
 }
 
@@ -135,17 +164,58 @@ pub(crate) struct TrackSnapshot {
     pub ended: bool,
 }
 
+/// Delivery counters of one track, summed over every session serving it.
+#[derive(Debug, Default)]
+pub(crate) struct TrackCounters {
+    pub objects_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub objects_dropped: AtomicU64,
+    pub groups_superseded: AtomicU64,
+    pub groups_expired: AtomicU64,
+    pub streams_reset: AtomicU64,
+}
+
+/// A snapshot of a track's delivery counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrackStats {
+    /// Objects handed to QUIC, over all subscribers.
+    pub objects_sent: u64,
+    pub bytes_sent: u64,
+    /// Objects dropped before being handed to QUIC (superseded or too old).
+    pub objects_dropped: u64,
+    /// Groups abandoned because a newer group could be delivered.
+    pub groups_superseded: u64,
+    /// Groups abandoned because their data waited longer than the delivery timeout.
+    pub groups_expired: u64,
+    /// Streams reset (RESET_STREAM) after they had started.
+    pub streams_reset: u64,
+}
+
 #[derive(Debug)]
 pub(crate) struct TrackShared {
     pub name: String,
     pub delivery: TrackDelivery,
     state: Mutex<TrackState>,
-    changed: watch::Sender<u64>,
+    /// Schedulers of the sessions serving this track.
+    doorbells: Mutex<Vec<Weak<Notify>>>,
+    pub counters: TrackCounters,
 }
 
 impl TrackShared {
-    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
+    /// Wakes every session serving the track.
+    fn ring(&self) {
+        let mut bells = lock(&self.doorbells);
+        bells.retain(|bell| match bell.upgrade() {
+            Some(bell) => {
+                bell.notify_one();
+                true
+            }
+            None => false,
+        });
+    }
+
+    pub(crate) fn add_doorbell(&self, bell: &Arc<Notify>) {
+        lock(&self.doorbells).push(Arc::downgrade(bell));
     }
 
     pub(crate) fn snapshot(&self) -> TrackSnapshot {
@@ -167,9 +237,8 @@ impl TrackShared {
         })
     }
 
-    /// Sequence number the next created group will get.
-    pub(crate) fn next_sequence(&self) -> u64 {
-        lock(&self.state).groups_created
+    pub(crate) fn count(&self, counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -185,13 +254,12 @@ impl TrackProducer {
     }
 
     /// Starts a new group; the previous one is closed. Group IDs must increase.
-    pub fn create_group(&self, id: u64, send_priority: i32, publisher_priority: u8) -> GroupWriter {
+    pub fn create_group(&self, id: u64, priority: Priority) -> GroupWriter {
         let group = Arc::new(Group {
             id,
-            send_priority,
-            publisher_priority,
+            priority,
+            created: Instant::now(),
             state: Mutex::default(),
-            changed: watch::channel(0).0,
         });
         let mut state = lock(&self.shared.state);
         if let Some(previous) = state.groups.back() {
@@ -203,8 +271,11 @@ impl TrackProducer {
             state.groups.pop_front();
         }
         drop(state);
-        self.shared.changed.send_modify(|v| *v += 1);
-        GroupWriter { group }
+        self.shared.ring();
+        GroupWriter {
+            group,
+            track: self.shared.clone(),
+        }
     }
 
     /// Ends the track: no group follows; subscriptions finish once their groups are sent.
@@ -215,7 +286,21 @@ impl TrackProducer {
         }
         state.ended = true;
         drop(state);
-        self.shared.changed.send_modify(|v| *v += 1);
+        self.shared.ring();
+    }
+
+    /// Delivery counters so far, over all subscribers.
+    pub fn stats(&self) -> TrackStats {
+        let c = &self.shared.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TrackStats {
+            objects_sent: get(&c.objects_sent),
+            bytes_sent: get(&c.bytes_sent),
+            objects_dropped: get(&c.objects_dropped),
+            groups_superseded: get(&c.groups_superseded),
+            groups_expired: get(&c.groups_expired),
+            streams_reset: get(&c.streams_reset),
+        }
     }
 }
 
@@ -254,7 +339,8 @@ impl Broadcast {
             name: name.to_owned(),
             delivery,
             state: Mutex::default(),
-            changed: watch::channel(0).0,
+            doorbells: Mutex::default(),
+            counters: TrackCounters::default(),
         });
         lock(&self.inner.tracks).insert(name.as_bytes().to_vec(), shared.clone());
         TrackProducer { shared }
@@ -285,6 +371,7 @@ impl Broadcast {
 }
 
 /// Counts a served subscription for [`Broadcast::drained`] while alive.
+#[derive(Debug)]
 pub(crate) struct ActiveGuard(Arc<BroadcastInner>);
 
 impl ActiveGuard {
@@ -308,14 +395,20 @@ mod tests {
         Broadcast::new(TrackNamespace(vec![b"live".to_vec()]))
     }
 
+    const P: Priority = Priority {
+        class: 1,
+        rank: 0,
+        publisher: 64,
+    };
+
     #[test]
     fn groups_close_when_superseded_and_keep_objects_in_order() {
         let b = broadcast();
         let t = b.create_track("video", TrackDelivery::default());
         assert_eq!(t.shared.largest(), None);
-        let g0 = t.create_group(0, 5, 1);
+        let g0 = t.create_group(0, P);
         g0.write(Bytes::from_static(b"a"));
-        g0.write(Bytes::from_static(b"b"));
+        g0.write(Bytes::from_static(b"bc"));
         assert_eq!(
             t.shared.largest(),
             Some(Location {
@@ -324,14 +417,14 @@ mod tests {
             })
         );
         let first = t.shared.snapshot().groups[0].1.clone();
-        let read = first.read_from(1);
-        assert_eq!(read.objects, [Bytes::from_static(b"b")]);
-        assert!(!read.closed);
-        let _g1 = t.create_group(1, 6, 1);
-        assert!(first.read_from(0).closed);
+        assert_eq!(first.object(1), Some(Bytes::from_static(b"bc")));
+        assert!(first.written_at(1).is_some() && first.written_at(2).is_none());
+        assert!(!first.is_closed());
+        let _g1 = t.create_group(1, P);
+        assert!(first.is_closed());
         // Writing into a closed group is ignored rather than corrupting a finished stream.
         g0.write(Bytes::from_static(b"late"));
-        assert_eq!(first.read_from(0).objects.len(), 2);
+        assert_eq!(first.len(), 2);
         let snap = t.shared.snapshot();
         assert_eq!(snap.groups.len(), 1, "only the newest group is retained");
         assert_eq!(snap.groups[0].0, 1);
@@ -339,20 +432,45 @@ mod tests {
     }
 
     #[test]
-    fn finish_ends_the_track_and_closes_the_open_group() {
+    fn writers_ring_every_serving_session_and_finish_ends_the_track() {
         let b = broadcast();
         let t = b.create_track("video", TrackDelivery::default());
-        let mut watch = t.shared.watch();
-        let g = t.create_group(3, 0, 0);
+        let bell = Arc::new(Notify::new());
+        t.shared.add_doorbell(&bell);
+        let g = t.create_group(3, P);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // notify_one keeps a permit, so a ring before the wait is not lost.
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(1), bell.notified())
+                .await
+                .unwrap();
+        });
         b.finish();
-        assert!(watch.has_changed().unwrap());
-        watch.mark_unchanged();
         let snap = t.shared.snapshot();
         assert!(snap.ended);
-        assert!(snap.groups[0].1.read_from(0).closed);
+        assert!(snap.groups[0].1.is_closed());
         drop(g);
         assert!(b.track(b"video").is_some());
         assert!(b.track(b"audio").is_none());
+    }
+
+    #[test]
+    fn priorities_order_by_class_then_rank_far_beyond_i32() {
+        let p = |class, rank| Priority {
+            class,
+            rank,
+            publisher: 0,
+        };
+        assert!(p(0, -5).precedes(&p(1, 1 << 40)));
+        assert!(p(1, (1 << 40) + 1).precedes(&p(1, 1 << 40)));
+        assert!(p(1, -(1 << 40)).precedes(&p(2, 1 << 50)));
+        assert!(!p(1, 7).precedes(&p(1, 7)));
+        assert!(p(0, 0).quinn() > p(1, i64::MAX).quinn());
+        assert!(p(1, 0).quinn() > p(2, (1 << 27) - 1).quinn());
+        assert!(p(2, 11).quinn() > p(2, 10).quinn());
     }
 
     #[test]

@@ -9,13 +9,13 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use h264::StreamFormat;
-use moq_media::DeliveryMode;
 use moq_session::blocking::Canceller;
 use moq_session::tls::{self, ServerIdentity};
 use moq_session::{Broadcast, Server, ServerEvent};
 use tokio::sync::mpsc;
 
-use super::publisher::{AuTiming, Dropped, Publisher, StreamParams};
+use super::Delivery;
+use super::publisher::{AuTiming, Dropped, ENHANCEMENT_MAX_AGE, Publisher, StreamParams};
 use crate::RUNTIME;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -39,6 +39,8 @@ struct Settings {
     namespace: String,
     tls_cert_file: Option<PathBuf>,
     tls_key_file: Option<PathBuf>,
+    delivery: Delivery,
+    delivery_timeout_ms: u32,
 }
 
 impl Default for Settings {
@@ -48,6 +50,8 @@ impl Default for Settings {
             namespace: DEFAULT_NAMESPACE.into(),
             tls_cert_file: None,
             tls_key_file: None,
+            delivery: Delivery::default(),
+            delivery_timeout_ms: 0,
         }
     }
 }
@@ -151,6 +155,34 @@ impl MoqSink {
         }
     }
 
+    fn stats(&self) -> gst::Structure {
+        let state = lock(&self.state);
+        let mut s = gst::Structure::builder("moqsink-stats");
+        let Some(started) = state.as_ref() else {
+            return s.build();
+        };
+        let (published, base, enh) = started.publisher.stats();
+        for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
+            s = s
+                .field(format!("frames-{kind}"), published.frames[i])
+                .field(format!("bytes-{kind}"), published.bytes[i]);
+        }
+        s = s
+            .field("frames-refused", published.dropped)
+            .field("subscribers", started.server.session_count() as u32);
+        for (layer, stats) in [("base", Some(base)), ("enhancement", enh)] {
+            let t = stats.unwrap_or_default();
+            s = s
+                .field(format!("{layer}-objects-sent"), t.objects_sent)
+                .field(format!("{layer}-bytes-sent"), t.bytes_sent)
+                .field(format!("{layer}-objects-dropped"), t.objects_dropped)
+                .field(format!("{layer}-groups-superseded"), t.groups_superseded)
+                .field(format!("{layer}-groups-expired"), t.groups_expired)
+                .field(format!("{layer}-streams-reset"), t.streams_reset);
+        }
+        s.build()
+    }
+
     fn drain(&self) {
         let broadcast = match lock(&self.state).as_ref() {
             Some(started) => started.broadcast.clone(),
@@ -210,6 +242,27 @@ impl ObjectImpl for MoqSink {
                     .blurb("PEM private key for tls-cert-file")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("delivery", Delivery::default())
+                    .nick("Delivery")
+                    .blurb("How frames map to QUIC streams and priorities; see the enum values")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("delivery-timeout")
+                    .nick("Delivery timeout")
+                    .blurb(&format!(
+                        "ms: data not handed to QUIC within this time after it arrived is dropped, and its \
+                         group's stream reset if started (0 = never; non-reference frames still expire after {} ms)",
+                        ENHANCEMENT_MAX_AGE.as_millis()
+                    ))
+                    .maximum(600_000)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
+                    .nick("Statistics")
+                    .blurb("Frames and bytes published per kind, and per layer objects sent and dropped, groups superseded or expired, streams reset, subscribers")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
                     .nick("TLS fingerprint")
                     .blurb("SHA-256 of the certificate in use (hex), for receivers to pin (moqsrc tls-fingerprint)")
@@ -238,6 +291,10 @@ impl ObjectImpl for MoqSink {
                 settings.tls_key_file = text().map(PathBuf::from);
                 *lock(&self.identity) = None;
             }
+            "delivery" => settings.delivery = value.get().expect("type checked upstream"),
+            "delivery-timeout" => {
+                settings.delivery_timeout_ms = value.get().expect("type checked upstream")
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -250,6 +307,9 @@ impl ObjectImpl for MoqSink {
             "namespace" => settings.namespace.to_value(),
             "tls-cert-file" => path(&settings.tls_cert_file).to_value(),
             "tls-key-file" => path(&settings.tls_key_file).to_value(),
+            "delivery" => settings.delivery.to_value(),
+            "delivery-timeout" => settings.delivery_timeout_ms.to_value(),
+            "stats" => self.stats().to_value(),
             "tls-fingerprint" => match self.identity() {
                 Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
                 Err(err) => {
@@ -318,7 +378,9 @@ impl BaseSinkImpl for MoqSink {
             .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
         let identity = self.identity()?;
         let broadcast = Broadcast::new(namespace);
-        let publisher = Publisher::new(&broadcast, DeliveryMode::default());
+        let timeout = (settings.delivery_timeout_ms > 0)
+            .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
+        let publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let server = {
             let _guard = RUNTIME.enter();

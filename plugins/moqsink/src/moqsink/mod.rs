@@ -16,6 +16,45 @@ use gst::prelude::*;
 mod imp;
 mod publisher;
 
+/// How frames are mapped to QUIC streams and prioritised (the `delivery` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSinkDelivery")]
+pub enum Delivery {
+    #[enum_value(
+        name = "Baseline: one stream per GoP, older GoPs first, like a single in-order stream",
+        nick = "baseline"
+    )]
+    Baseline = 0,
+    #[enum_value(
+        name = "Deprioritize B: non-reference frames on track video-enh, each on its own stream, newest first and below every GoP stream",
+        nick = "deprioritize-b"
+    )]
+    DeprioritizeB = 1,
+    #[enum_value(
+        name = "Skip GoPs: newest GoP first; older GoPs are dropped once the newer one can be delivered",
+        nick = "skip-gops"
+    )]
+    SkipGops = 2,
+    #[default]
+    #[enum_value(
+        name = "Combined: skip GoPs for key and reference frames plus deprioritized non-reference frames",
+        nick = "combined"
+    )]
+    Combined = 3,
+}
+
+impl From<Delivery> for moq_media::DeliveryMode {
+    fn from(d: Delivery) -> Self {
+        match d {
+            Delivery::Baseline => moq_media::DeliveryMode::Baseline,
+            Delivery::DeprioritizeB => moq_media::DeliveryMode::DeprioritizeB,
+            Delivery::SkipGops => moq_media::DeliveryMode::SkipGops,
+            Delivery::Combined => moq_media::DeliveryMode::Combined,
+        }
+    }
+}
+
 glib::wrapper! {
     pub struct MoqSink(ObjectSubclass<imp::MoqSink>)
         @extends gst_base::BaseSink, gst::Element, gst::Object;

@@ -1,12 +1,45 @@
 //! Turns access units into objects on the broadcast's tracks. Free of GStreamer so the
 //! element only translates buffers, caps and events.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use h264::{AuInfo, FrameKind, ParameterSets, StreamFormat};
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
-use moq_media::mapping::priority;
+use moq_media::mapping::priority::{self, Urgency};
 use moq_media::{DeliveryMode, FrameHeader, Mapper};
-use moq_session::{Broadcast, GroupOrder, GroupWriter, TrackDelivery, TrackProducer};
+use moq_session::{
+    Broadcast, GroupOrder, GroupWriter, Priority, TrackDelivery, TrackProducer, TrackStats,
+};
+
+/// Without a delivery timeout, non-reference frames still expire after this long: past
+/// it they would reach a receiver after their display time.
+pub const ENHANCEMENT_MAX_AGE: Duration = Duration::from_millis(500);
+
+fn session_priority(u: Urgency) -> Priority {
+    Priority {
+        class: u.class,
+        rank: u.rank,
+        publisher: u.publisher,
+    }
+}
+
+/// Frames and bytes published, per frame kind (index: key, reference, non-reference).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Published {
+    pub frames: [u64; 3],
+    pub bytes: [u64; 3],
+    /// Access units refused: before the first keyframe, or not parseable.
+    pub dropped: u64,
+}
+
+fn kind_index(kind: FrameKind) -> usize {
+    match kind {
+        FrameKind::Key => 0,
+        FrameKind::Reference => 1,
+        FrameKind::NonReference => 2,
+    }
+}
 
 /// Timing of one access unit, in catalog timescale units (µs) except where noted.
 #[derive(Debug, Clone, Copy)]
@@ -49,18 +82,24 @@ pub struct Publisher {
     published_avcc: Option<Vec<u8>>,
     next_catalog_group: u64,
     decode_index: u64,
+    published: Published,
 }
 
-/// What happened to one access unit.
+/// Where one access unit went.
 #[derive(Debug)]
-pub struct Published {
+pub struct Placed {
     pub info: AuInfo,
     pub role: TrackRole,
     pub group: u64,
 }
 
 impl Publisher {
-    pub fn new(broadcast: &Broadcast, mode: DeliveryMode) -> Publisher {
+    /// `delivery_timeout`: data not handed to QUIC within it is dropped (all tracks).
+    pub fn new(
+        broadcast: &Broadcast,
+        mode: DeliveryMode,
+        delivery_timeout: Option<Duration>,
+    ) -> Publisher {
         let group_order = if mode.newest_group_first() {
             GroupOrder::Descending
         } else {
@@ -71,6 +110,8 @@ impl Publisher {
             catalog::BASE_TRACK,
             TrackDelivery {
                 group_order,
+                supersede: mode.newest_group_first(),
+                max_age: delivery_timeout,
                 ..TrackDelivery::default()
             },
         );
@@ -79,6 +120,7 @@ impl Publisher {
                 catalog::ENHANCEMENT_TRACK,
                 TrackDelivery {
                     group_order: GroupOrder::Descending,
+                    max_age: Some(delivery_timeout.unwrap_or(ENHANCEMENT_MAX_AGE)),
                     ..TrackDelivery::default()
                 },
             )
@@ -95,6 +137,7 @@ impl Publisher {
             published_avcc: None,
             next_catalog_group: 0,
             decode_index: 0,
+            published: Published::default(),
         }
     }
 
@@ -117,8 +160,30 @@ impl Publisher {
         self.stream.framerate
     }
 
+    /// Frames published so far, and delivery counters of the base and enhancement tracks.
+    pub fn stats(&self) -> (Published, TrackStats, Option<TrackStats>) {
+        (
+            self.published,
+            self.base.stats(),
+            self.enhancement.as_ref().map(TrackProducer::stats),
+        )
+    }
+
     /// Publishes one access unit.
-    pub fn push(&mut self, au: &[u8], timing: AuTiming) -> Result<Published, Dropped> {
+    pub fn push(&mut self, au: &[u8], timing: AuTiming) -> Result<Placed, Dropped> {
+        let result = self.place(au, timing);
+        match &result {
+            Ok(placed) => {
+                let k = kind_index(placed.info.kind);
+                self.published.frames[k] += 1;
+                self.published.bytes[k] += au.len() as u64;
+            }
+            Err(_) => self.published.dropped += 1,
+        }
+        result
+    }
+
+    fn place(&mut self, au: &[u8], timing: AuTiming) -> Result<Placed, Dropped> {
         let format = self.stream.format.unwrap_or(StreamFormat::ByteStream);
         let info = h264::classify(au, format).map_err(|e| Dropped::Malformed(e.to_string()))?;
         self.parameter_sets
@@ -163,8 +228,7 @@ impl Publisher {
                 if placement.starts_group {
                     self.open_group = Some(self.base.create_group(
                         placement.group,
-                        priority::base(self.mode, placement.group),
-                        priority::PUBLISHER_BASE,
+                        session_priority(priority::base(self.mode, placement.group)),
                     ));
                 }
                 if let Some(group) = &self.open_group {
@@ -179,13 +243,12 @@ impl Publisher {
                 track
                     .create_group(
                         placement.group,
-                        priority::enhancement(placement.group),
-                        priority::PUBLISHER_ENHANCEMENT,
+                        session_priority(priority::enhancement(placement.group)),
                     )
                     .write(payload);
             }
         }
-        Ok(Published {
+        Ok(Placed {
             info,
             role: placement.role,
             group: placement.group,
@@ -227,11 +290,7 @@ impl Publisher {
             tracks,
         };
         self.catalog
-            .create_group(
-                self.next_catalog_group,
-                priority::CATALOG,
-                priority::PUBLISHER_CATALOG,
-            )
+            .create_group(self.next_catalog_group, session_priority(priority::CATALOG))
             .write(Bytes::from(doc.to_json()));
         self.next_catalog_group += 1;
         self.published_avcc = Some(avcc);

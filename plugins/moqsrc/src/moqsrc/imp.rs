@@ -1,5 +1,5 @@
 use std::sync::{LazyLock, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use gst::glib;
@@ -17,7 +17,8 @@ use moq_session::blocking::Canceller;
 use moq_session::tls::{self, Trust};
 use tokio::sync::mpsc;
 
-use super::receiver::{self, Item, ReceiverConfig};
+use super::receiver::{self, Control, Item, ReceiverConfig};
+use super::stats::ReceiverStats;
 use crate::RUNTIME;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -40,6 +41,7 @@ struct Settings {
     tls_insecure: bool,
     timeout_s: u32,
     latency_ms: u32,
+    skip_forward: bool,
 }
 
 impl Default for Settings {
@@ -51,6 +53,7 @@ impl Default for Settings {
             tls_insecure: false,
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
+            skip_forward: true,
         }
     }
 }
@@ -60,6 +63,7 @@ type Payload = Bytes;
 
 struct Started {
     items: mpsc::UnboundedReceiver<Item>,
+    controls: mpsc::UnboundedSender<Control>,
     worker: tokio::task::JoinHandle<()>,
     reorder: ReorderBuffer<Payload>,
     playout: PlayoutClock,
@@ -68,13 +72,23 @@ struct Started {
     catalog: Option<Catalog>,
     caps_pending: bool,
     eos: bool,
+    /// Frames output so far: the first one's re-anchoring is not a rebuffer.
+    outputs: u64,
 }
 
 #[derive(Default)]
 pub struct MoqSrc {
     settings: Mutex<Settings>,
     state: Mutex<Option<Started>>,
+    /// Apart from `state`, which the streaming thread holds while it waits.
+    stats: Mutex<ReceiverStats>,
     canceller: Canceller,
+}
+
+fn unix_now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -86,9 +100,9 @@ fn ns_since(epoch: Instant, t: Instant) -> u64 {
 }
 
 impl MoqSrc {
-    fn config(&self) -> Result<(ReceiverConfig, u32), gst::ErrorMessage> {
+    fn config(&self) -> Result<(ReceiverConfig, Settings), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
-        let text = settings.url.ok_or_else(|| {
+        let text = settings.url.clone().ok_or_else(|| {
             gst::error_msg!(
                 gst::ResourceError::Settings,
                 ["no url set (moqt://HOST:PORT/NAMESPACE)"]
@@ -114,11 +128,11 @@ impl MoqSrc {
         Ok((
             ReceiverConfig {
                 url,
-                track: settings.track,
+                track: settings.track.clone(),
                 trust,
                 timeout: Duration::from_secs(settings.timeout_s.into()),
             },
-            settings.latency_ms,
+            settings,
         ))
     }
 
@@ -167,19 +181,29 @@ impl MoqSrc {
                 au,
                 received,
             } => {
+                let bytes = au.len();
                 let frame = Frame {
                     header,
                     layer,
                     arrival: ns_since(state.epoch, received),
                     data: au,
                 };
-                if let Pushed::Dropped(frame, reason) = state.reorder.push(frame) {
-                    gst::debug!(
-                        CAT,
-                        imp = self,
-                        "dropped frame {} on arrival: {reason:?}",
-                        frame.header.decode_index
-                    );
+                let arrival_us = unix_now_us() - received.elapsed().as_micros() as i64;
+                match state.reorder.push(frame) {
+                    Pushed::Buffered { out_of_order } => {
+                        lock(&self.stats).arrived(&header, bytes, arrival_us, out_of_order);
+                    }
+                    Pushed::Dropped(frame, reason) => {
+                        let mut stats = lock(&self.stats);
+                        stats.arrived(&header, bytes, arrival_us, false);
+                        stats.dropped(reason);
+                        gst::debug!(
+                            CAT,
+                            imp = self,
+                            "dropped frame {} on arrival: {reason:?}",
+                            frame.header.decode_index
+                        );
+                    }
                 }
             }
             Item::GroupEnd { group, complete } => {
@@ -200,6 +224,30 @@ impl MoqSrc {
         Ok(())
     }
 
+    fn stats(&self) -> gst::Structure {
+        let stats = lock(&self.stats).clone();
+        let mut s = gst::Structure::builder("moqsrc-stats");
+        for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
+            s = s
+                .field(format!("frames-received-{kind}"), stats.frames_received[i])
+                .field(format!("bytes-received-{kind}"), stats.bytes_received[i]);
+        }
+        s.field("frames-output", stats.frames_output)
+            .field("frames-late", stats.frames_late)
+            .field("frames-skipped", stats.frames_skipped)
+            .field("frames-duplicate", stats.frames_duplicate)
+            .field("jumps", stats.jumps)
+            .field("groups-skipped", stats.groups_skipped)
+            .field("skipped-ms", stats.skipped_ms)
+            .field("rebuffers", stats.rebuffers)
+            .field("reorder-events", stats.reorder_events)
+            .field("latency-p50-ms", stats.latency_ms(0.5).unwrap_or(-1.0))
+            .field("latency-p95-ms", stats.latency_ms(0.95).unwrap_or(-1.0))
+            .field("jitter-ms", stats.jitter_ms())
+            .field("ts-df-ms", stats.ts_df_ms().unwrap_or(-1.0))
+            .build()
+    }
+
     fn make_buffer(&self, state: &mut Started, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
         // A live source stamps data with when it arrived, not when downstream let us push
         // it: time spent blocked behind the decoder and sink is covered by their latency.
@@ -211,6 +259,9 @@ impl MoqSrc {
         let arrival = now.saturating_sub(waited);
         let h = frame.header;
         let stamped = state.playout.stamp_with(h.dts, h.pts, arrival, jump);
+        let rebuffered = stamped.discont && !jump && state.outputs > 0;
+        lock(&self.stats).output(&h, unix_now_us(), rebuffered);
+        state.outputs += 1;
         gst::log!(
             CAT,
             imp = self,
@@ -294,6 +345,17 @@ impl ObjectImpl for MoqSrc {
                     .default_value(DEFAULT_TIMEOUT_S)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecBoolean::builder("skip-forward")
+                    .nick("Skip forward")
+                    .blurb("Drop frames of GoPs older than the one playing and jump to newer media at once after a stall (re-anchored timestamps, DISCONT, a moq-skip message); false plays every frame late instead, so latency only grows")
+                    .default_value(true)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
+                    .nick("Statistics")
+                    .blurb("Frames and bytes received per kind, frames output, late, skipped, jumps, rebuffers, reorder events, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms)")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecUInt::builder("latency")
                     .nick("Latency")
                     .blurb("Buffering in ms: how long frames may wait for missing ones before the reorder buffer moves on; reported as the source's latency")
@@ -322,6 +384,7 @@ impl ObjectImpl for MoqSrc {
             "tls-insecure" => settings.tls_insecure = value.get().expect("type checked upstream"),
             "timeout" => settings.timeout_s = value.get().expect("type checked upstream"),
             "latency" => settings.latency_ms = value.get().expect("type checked upstream"),
+            "skip-forward" => settings.skip_forward = value.get().expect("type checked upstream"),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -335,6 +398,11 @@ impl ObjectImpl for MoqSrc {
             "tls-insecure" => settings.tls_insecure.to_value(),
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
+            "skip-forward" => settings.skip_forward.to_value(),
+            "stats" => {
+                drop(settings);
+                self.stats().to_value()
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -377,19 +445,23 @@ impl ElementImpl for MoqSrc {
 
 impl BaseSrcImpl for MoqSrc {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let (config, latency_ms) = self.config()?;
-        let latency_ns = u64::from(latency_ms) * 1_000_000;
+        let (config, settings) = self.config()?;
+        let latency_ns = u64::from(settings.latency_ms) * 1_000_000;
         let (tx, items) = mpsc::unbounded_channel();
-        let worker = RUNTIME.spawn(receiver::run(config, tx));
+        let (controls, control_rx) = mpsc::unbounded_channel();
+        let worker = RUNTIME.spawn(receiver::run(config, tx, control_rx));
+        *lock(&self.stats) = ReceiverStats::default();
         *lock(&self.state) = Some(Started {
             items,
+            controls,
             worker,
-            reorder: ReorderBuffer::new(latency_ns, true),
+            reorder: ReorderBuffer::new(latency_ns, settings.skip_forward),
             playout: PlayoutClock::new(latency_ns),
             epoch: Instant::now(),
             catalog: None,
             caps_pending: false,
             eos: false,
+            outputs: 0,
         });
         Ok(())
     }
@@ -447,7 +519,11 @@ impl PushSrcImpl for MoqSrc {
             let drain_all = state.eos && state.items.is_empty();
             match state.reorder.pop(if drain_all { u64::MAX } else { now }) {
                 Some(Popped::Frame { frame, jump }) => {
-                    if let Some(jump) = jump {
+                    if let Some(jump) = &jump {
+                        lock(&self.stats).jumped(jump);
+                        let _ = state
+                            .controls
+                            .send(Control::SkipBefore(frame.header.base_group));
                         self.post_message(
                             gst::Structure::builder("moq-skip")
                                 .field("skipped-ms", jump.skipped_us / 1000)
@@ -459,6 +535,7 @@ impl PushSrcImpl for MoqSrc {
                     return Ok(CreateSuccess::NewBuffer(buffer));
                 }
                 Some(Popped::Dropped { frame, reason }) => {
+                    lock(&self.stats).dropped(reason);
                     gst::debug!(
                         CAT,
                         imp = self,

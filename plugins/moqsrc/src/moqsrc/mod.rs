@@ -15,6 +15,7 @@ use gst::prelude::*;
 
 mod imp;
 mod receiver;
+mod stats;
 
 glib::wrapper! {
     pub struct MoqSrc(ObjectSubclass<imp::MoqSrc>)

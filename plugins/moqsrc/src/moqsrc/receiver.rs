@@ -51,9 +51,20 @@ pub enum Item {
     Error(String),
 }
 
+/// Requests from the streaming thread.
+#[derive(Debug)]
+pub enum Control {
+    /// Playback jumped to this base group: older ones are no longer wanted.
+    SkipBefore(u64),
+}
+
 /// Runs until the track ends, the session fails, or the receiver side is dropped.
-pub async fn run(config: ReceiverConfig, tx: mpsc::UnboundedSender<Item>) {
-    if let Err(msg) = receive(&config, &tx).await {
+pub async fn run(
+    config: ReceiverConfig,
+    tx: mpsc::UnboundedSender<Item>,
+    controls: mpsc::UnboundedReceiver<Control>,
+) {
+    if let Err(msg) = receive(&config, &tx, controls).await {
         let _ = tx.send(Item::Error(msg));
     }
 }
@@ -83,7 +94,11 @@ async fn connect_with_retry(config: &ReceiverConfig) -> Result<Session, String> 
     }
 }
 
-async fn receive(config: &ReceiverConfig, tx: &mpsc::UnboundedSender<Item>) -> Result<(), String> {
+async fn receive(
+    config: &ReceiverConfig,
+    tx: &mpsc::UnboundedSender<Item>,
+    mut controls: mpsc::UnboundedReceiver<Control>,
+) -> Result<(), String> {
     let session = connect_with_retry(config).await?;
     let _ = tx.send(Item::Connected(session.remote_address()));
     let namespace = config.url.namespace();
@@ -164,6 +179,7 @@ async fn receive(config: &ReceiverConfig, tx: &mpsc::UnboundedSender<Item>) -> R
                 Some(TrackEvent::Ended { .. }) | None => catalog_updates = None,
                 Some(TrackEvent::GroupEnd { .. }) => {}
             },
+            Some(Control::SkipBefore(group)) = controls.recv() => base.stop_groups_before(group),
         }
         if tx.is_closed() {
             return Ok(());

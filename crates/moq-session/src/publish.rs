@@ -32,7 +32,9 @@ const TICK: Duration = Duration::from_millis(50);
 /// Rate estimate horizon.
 const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// Bounds of the connection send window (bytes handed to QUIC and not yet acknowledged).
-const MIN_SEND_WINDOW: u64 = 24 * 1024;
+const MIN_SEND_WINDOW: u64 = 12 * 1024;
+/// Send window until the delivery rate is known.
+const INITIAL_SEND_WINDOW: u64 = 64 * 1024;
 const MAX_SEND_WINDOW: u64 = 64 * 1024 * 1024;
 /// Extra queueing the send window allows on top of the round trip.
 const WINDOW_SLACK: Duration = Duration::from_millis(50);
@@ -248,6 +250,15 @@ impl Outgoing {
         Some(())
     }
 
+    /// How long the next object not yet touched has waited since it was written; the
+    /// object in progress is committed and does not count.
+    fn waited(&self, now: Instant) -> Option<Duration> {
+        let waiting = self.next_object + u64::from(self.chunk_written > 0);
+        self.group
+            .written_at(waiting as usize)
+            .map(|t| now.duration_since(t))
+    }
+
     /// All objects handed over and the group closed.
     fn complete(&self) -> bool {
         self.chunk.is_empty()
@@ -323,6 +334,7 @@ async fn run(
         rate: RateEstimator::default(),
         bytes_per_second: None,
     };
+    s.conn.set_send_window(INITIAL_SEND_WINDOW);
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -443,27 +455,19 @@ impl Scheduler {
     fn apply_policies(&mut self, now: Instant) {
         let mut doomed = Vec::new();
         for (i, out) in self.groups.iter().enumerate() {
-            let Some(max_age) = out.track.delivery.max_age else {
-                continue;
-            };
-            // The object in progress is committed; the next untouched one decides.
-            let waiting = if out.chunk_written > 0 {
-                out.next_object + 1
-            } else {
-                out.next_object
-            };
-            if out
-                .group
-                .written_at(waiting as usize)
-                .is_some_and(|t| now.duration_since(t) > max_age)
-            {
+            let expired = out
+                .track
+                .delivery
+                .max_age
+                .is_some_and(|max| out.waited(now).is_some_and(|w| w > max));
+            if expired {
                 doomed.push((i, Abandon::Expired));
             }
         }
         // Newest group of each superseding subscription.
         let mut newest: HashMap<u64, usize> = HashMap::new();
         for (i, out) in self.groups.iter().enumerate() {
-            if out.track.delivery.supersede {
+            if out.track.delivery.supersede_after.is_some() {
                 let e = newest.entry(out.request_id).or_insert(i);
                 if self.groups[*e].group.id < out.group.id {
                     *e = i;
@@ -477,7 +481,14 @@ impl Scheduler {
             if n == i || doomed.iter().any(|(d, _)| *d == i) {
                 continue;
             }
-            if !out.started() || self.deliverable(&self.groups[n], out) {
+            // A group in progress keeps going while its data is fresh: cutting its tail
+            // would make the receiver jump even when the link keeps up.
+            let stale = out
+                .track
+                .delivery
+                .supersede_after
+                .is_some_and(|after| out.waited(now).is_some_and(|w| w > after));
+            if !out.started() || stale && self.deliverable(&self.groups[n], out) {
                 doomed.push((i, Abandon::Superseded));
             }
         }
@@ -543,7 +554,7 @@ impl Scheduler {
 
     fn urgency_before(&self, a: usize, b: usize) -> bool {
         let (a, b) = (&self.groups[a], &self.groups[b]);
-        let same_sub = a.request_id == b.request_id && a.track.delivery.supersede;
+        let same_sub = a.request_id == b.request_id && a.track.delivery.supersede_after.is_some();
         if same_sub && a.started() != b.started() {
             return a.started();
         }
@@ -636,7 +647,9 @@ impl Scheduler {
     }
 
     /// Keeps QUIC's buffer near what the path delivers in a round trip plus a little, so
-    /// data not yet sent stays here, where it can still be dropped.
+    /// data not yet sent stays here, where it can still be dropped, and a bottleneck queue
+    /// never holds more than that either. The round trip is the minimum seen: the smoothed
+    /// one includes the queue this window builds, and would inflate it without bound.
     fn update_window(&mut self) {
         let stats = self.conn.stats();
         let delivered = stats.udp_tx.bytes.saturating_sub(stats.path.lost_bytes);
@@ -644,7 +657,7 @@ impl Scheduler {
         let Some(rate) = self.bytes_per_second else {
             return;
         };
-        let horizon = stats.path.rtt + WINDOW_SLACK;
+        let horizon = stats.path.min_rtt + WINDOW_SLACK;
         let window = (2.0 * rate * horizon.as_secs_f64()) as u64;
         self.conn
             .set_send_window(window.clamp(MIN_SEND_WINDOW, MAX_SEND_WINDOW));

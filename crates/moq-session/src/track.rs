@@ -27,9 +27,11 @@ pub struct TrackDelivery {
     pub group_order: GroupOrder,
     /// How many recent groups a new subscriber with an absolute start can still get.
     pub retained_groups: usize,
-    /// A newer group makes older ones worthless: they are dropped (reset if already
-    /// started) once the newer one can be delivered, and never started late.
-    pub supersede: bool,
+    /// A newer group makes older ones worthless: an older group not started yet is
+    /// dropped, and one in progress once its unsent data has waited longer than this and
+    /// the newer group can be delivered (its stream is reset). `None`: groups never
+    /// supersede each other.
+    pub supersede_after: Option<Duration>,
     /// Objects not yet handed to QUIC this long after they were written are dropped with
     /// the rest of their group (the stream is reset if it was started).
     pub max_age: Option<Duration>,
@@ -40,7 +42,7 @@ impl Default for TrackDelivery {
         TrackDelivery {
             group_order: GroupOrder::Ascending,
             retained_groups: 1,
-            supersede: false,
+            supersede_after: None,
             max_age: None,
         }
     }

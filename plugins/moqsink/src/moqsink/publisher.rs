@@ -16,6 +16,11 @@ use moq_session::{
 /// it they would reach a receiver after their display time.
 pub const ENHANCEMENT_MAX_AGE: Duration = Duration::from_millis(500);
 
+/// In the modes that skip old GoPs, a GoP in progress is given up for a newer one once
+/// its unsent frames have waited this long: less is a jump at every GoP boundary even
+/// when the link nearly keeps up, more is latency.
+pub const SUPERSEDE_AFTER: Duration = Duration::from_millis(200);
+
 fn session_priority(u: Urgency) -> Priority {
     Priority {
         class: u.class,
@@ -110,7 +115,7 @@ impl Publisher {
             catalog::BASE_TRACK,
             TrackDelivery {
                 group_order,
-                supersede: mode.newest_group_first(),
+                supersede_after: mode.newest_group_first().then_some(SUPERSEDE_AFTER),
                 max_age: delivery_timeout,
                 ..TrackDelivery::default()
             },

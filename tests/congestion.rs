@@ -286,6 +286,26 @@ fn skip_gops_keeps_latency_low_and_reports_skips() {
     );
 }
 
+/// On a link too slow to deliver a keyframe within a GoP (the thesis's starvation case:
+/// each new keyframe pre-empted the unfinished one and nothing was shown for 12 s), a
+/// keyframe in progress is finished first, so pictures keep arriving.
+#[test]
+fn skip_gops_keeps_pictures_flowing_when_a_keyframe_takes_longer_than_a_gop() {
+    // Keyframes of this stream are ~5 kB: 40 kbit, about 1.5 GoPs at 45 kbit/s.
+    let run = run_through_link("skip-gops", true, 45);
+    run.assert_everything_decodes("skip-gops");
+    let times: Vec<f64> = run.latencies.iter().map(|(t, _)| *t).collect();
+    assert!(!times.is_empty(), "nothing rendered");
+    let longest_freeze = times.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    eprintln!(
+        "skip-gops at 45 kbit/s: {} frames rendered over {:.1} s, longest freeze {longest_freeze:.2} s",
+        times.len(),
+        times.last().unwrap()
+    );
+    assert!(times.len() >= 10, "only {} pictures", times.len());
+    assert!(longest_freeze < 5.0, "no picture for {longest_freeze:.2} s");
+}
+
 /// At 400 kbit/s the base layer of this stream (~330 kbit/s) fits: combined sheds
 /// non-reference frames and needs no jump; below the base rate it skips GoPs as well.
 #[test]

@@ -482,13 +482,17 @@ impl Scheduler {
                 continue;
             }
             // A group in progress keeps going while its data is fresh: cutting its tail
-            // would make the receiver jump even when the link keeps up.
+            // would make the receiver jump even when the link keeps up. Once stale it
+            // yields to the newer group, except while its own keyframe is still going out
+            // and the newer keyframe could not arrive in time either: then one picture
+            // per round beats none (the thesis's 200 kbit/s starvation).
             let stale = out
                 .track
                 .delivery
                 .supersede_after
                 .is_some_and(|after| out.waited(now).is_some_and(|w| w > after));
-            if !out.started() || stale && self.deliverable(&self.groups[n], out) {
+            let keyframe_out = out.next_object > 0;
+            if !out.started() || stale && (keyframe_out || self.deliverable(&self.groups[n], out)) {
                 doomed.push((i, Abandon::Superseded));
             }
         }

@@ -105,8 +105,12 @@ pub struct Sender {
 
 impl Sender {
     pub fn start(sink_properties: &str) -> Sender {
+        Sender::start_on(free_udp_port(), sink_properties)
+    }
+
+    /// Like [`start`](Self::start) on a given port (a publisher coming back).
+    pub fn start_on(port: u16, sink_properties: &str) -> Sender {
         init();
-        let port = free_udp_port();
         let description = format!(
             "{TEST_VIDEO} ! {TEST_ENCODER} ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties}"
         );
@@ -186,6 +190,8 @@ pub struct Receiver {
     pub pipeline: gst::Pipeline,
     pub frames: Arc<Mutex<Vec<ReceivedFrame>>>,
     pub decoded: Arc<Mutex<usize>>,
+    /// Names of the element messages posted so far.
+    pub messages: Arc<Mutex<Vec<String>>>,
 }
 
 impl Receiver {
@@ -239,6 +245,19 @@ impl Receiver {
                 })
                 .build(),
         );
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let names = messages.clone();
+        pipeline
+            .bus()
+            .expect("bus")
+            .set_sync_handler(move |_, msg| {
+                if let gst::MessageView::Element(e) = msg.view()
+                    && let Some(s) = e.structure()
+                {
+                    names.lock().unwrap().push(s.name().to_string());
+                }
+                gst::BusSyncReply::Pass
+            });
         pipeline
             .set_state(gst::State::Playing)
             .expect("receiver plays");
@@ -246,6 +265,7 @@ impl Receiver {
             pipeline,
             frames,
             decoded,
+            messages,
         }
     }
 

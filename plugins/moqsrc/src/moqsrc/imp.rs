@@ -160,11 +160,30 @@ impl MoqSrc {
     /// Handles one item from the network side; `Err` ends streaming.
     fn handle_item(&self, state: &mut Started, item: Item) -> Result<(), gst::FlowError> {
         match item {
-            Item::Connected(peer) => {
-                gst::info!(CAT, imp = self, "connected to {peer}");
+            Item::Connected { peer, attempt } => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "connected to {peer} (connection {attempt})"
+                );
+                if attempt > 0 {
+                    // A new session starts at the live edge, maybe of a restarted
+                    // publisher: forget the old timeline and play the first frame at once.
+                    state.reorder.clear();
+                    state.playout.reset();
+                }
                 self.post_message(
                     gst::Structure::builder("moq-connected")
                         .field("address", peer.to_string())
+                        .field("reconnections", attempt)
+                        .build(),
+                );
+            }
+            Item::Disconnected(reason) => {
+                gst::warning!(CAT, imp = self, "{reason}; reconnecting");
+                self.post_message(
+                    gst::Structure::builder("moq-disconnected")
+                        .field("reason", reason)
                         .build(),
                 );
             }

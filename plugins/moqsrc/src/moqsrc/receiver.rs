@@ -13,7 +13,10 @@ use moq_session::{
 use tokio::sync::mpsc;
 
 /// Delay between connection attempts.
-const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+const RETRY_INTERVAL: Duration = Duration::from_millis(250);
+/// A handshake that has not completed by then is restarted: QUIC backs off its Initial
+/// retransmissions, so a fresh attempt finds a returning server sooner.
+const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
 /// Subscriber priority of the enhancement track: below the base track (lower is higher).
 const ENHANCEMENT_PRIORITY: u8 = 200;
 const BASE_PRIORITY: u8 = 100;
@@ -30,7 +33,13 @@ pub struct ReceiverConfig {
 /// What the network side tells the streaming thread.
 #[derive(Debug)]
 pub enum Item {
-    Connected(std::net::SocketAddr),
+    /// A session is up; `attempt` counts connections, 0 for the first.
+    Connected {
+        peer: std::net::SocketAddr,
+        attempt: u32,
+    },
+    /// The session was lost; the receiver keeps trying for `timeout`.
+    Disconnected(String),
     Catalog(Catalog),
     Frame {
         header: FrameHeader,
@@ -58,37 +67,40 @@ pub enum Control {
     SkipBefore(u64),
 }
 
-/// Runs until the track ends, the session fails, or the receiver side is dropped.
+/// Why one session ended early.
+struct Lost {
+    reason: String,
+    /// The session had been established (so the retry clock restarts).
+    was_connected: bool,
+}
+
+/// Runs until the track ends or the receiver side is dropped. A lost or refused session
+/// is retried, from the live edge, for `timeout` after the last good moment; only then is
+/// it an error naming the URL.
 pub async fn run(
     config: ReceiverConfig,
     tx: mpsc::UnboundedSender<Item>,
-    controls: mpsc::UnboundedReceiver<Control>,
+    mut controls: mpsc::UnboundedReceiver<Control>,
 ) {
-    if let Err(msg) = receive(&config, &tx, controls).await {
-        let _ = tx.send(Item::Error(msg));
-    }
-}
-
-async fn connect_with_retry(config: &ReceiverConfig) -> Result<Session, String> {
-    let deadline = Instant::now() + config.timeout;
+    let mut last_good = Instant::now();
+    let mut attempt = 0;
     loop {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let attempt = tokio::time::timeout(
-            remaining,
-            moq_session::connect(&config.url, &config.trust, None),
-        )
-        .await;
-        let err = match attempt {
-            Ok(Ok(session)) => return Ok(session),
-            Ok(Err(err)) => err,
-            Err(_) => SessionError::Timeout("connecting"),
+        let deadline = last_good + config.timeout;
+        let Err(lost) = receive(&config, &tx, &mut controls, attempt, deadline).await else {
+            return;
         };
-        if !err.is_transient() || Instant::now() + RETRY_INTERVAL >= deadline {
-            return Err(format!(
-                "cannot connect to {} within {} s: {err}",
-                config.url,
+        if lost.was_connected {
+            last_good = Instant::now();
+            attempt += 1;
+            let _ = tx.send(Item::Disconnected(lost.reason.clone()));
+        }
+        if Instant::now() + RETRY_INTERVAL >= last_good + config.timeout {
+            let _ = tx.send(Item::Error(format!(
+                "{} (gave up after {} s)",
+                lost.reason,
                 config.timeout.as_secs()
-            ));
+            )));
+            return;
         }
         tokio::time::sleep(RETRY_INTERVAL).await;
     }
@@ -97,10 +109,44 @@ async fn connect_with_retry(config: &ReceiverConfig) -> Result<Session, String> 
 async fn receive(
     config: &ReceiverConfig,
     tx: &mpsc::UnboundedSender<Item>,
-    mut controls: mpsc::UnboundedReceiver<Control>,
+    controls: &mut mpsc::UnboundedReceiver<Control>,
+    attempt: u32,
+    deadline: Instant,
+) -> Result<(), Lost> {
+    let remaining = deadline
+        .saturating_duration_since(Instant::now())
+        .min(CONNECT_ATTEMPT);
+    let connecting = moq_session::connect(&config.url, &config.trust, None);
+    let session = match tokio::time::timeout(remaining, connecting).await {
+        Ok(Ok(session)) => session,
+        Ok(Err(err)) => return Err(not_connected(config, err)),
+        Err(_) => return Err(not_connected(config, SessionError::Timeout("connecting"))),
+    };
+    let _ = tx.send(Item::Connected {
+        peer: session.remote_address(),
+        attempt,
+    });
+    receive_session(config, tx, controls, &session)
+        .await
+        .map_err(|reason| Lost {
+            reason,
+            was_connected: true,
+        })
+}
+
+fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
+    Lost {
+        reason: format!("cannot connect to {}: {err}", config.url),
+        was_connected: false,
+    }
+}
+
+async fn receive_session(
+    config: &ReceiverConfig,
+    tx: &mpsc::UnboundedSender<Item>,
+    controls: &mut mpsc::UnboundedReceiver<Control>,
+    session: &Session,
 ) -> Result<(), String> {
-    let session = connect_with_retry(config).await?;
-    let _ = tx.send(Item::Connected(session.remote_address()));
     let namespace = config.url.namespace();
     let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.url);
 
@@ -165,7 +211,7 @@ async fn receive(
                     return Ok(());
                 }
                 Some(event) => forward(event, TrackRole::Base, tx),
-                None => return Err(lost(&session, config)),
+                None => return Err(lost(session, config)),
             },
             event = next_or_pending(&mut enh) => match event {
                 Some(TrackEvent::Ended { .. }) | None => enh = None,

@@ -1,0 +1,53 @@
+//! moqsrc survives its publisher going away: it reconnects, resubscribes at the live
+//! edge and resumes with a DISCONT, without an error on the bus.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn a_restarted_publisher_is_resumed_at_the_live_edge() {
+    let first = Sender::start("");
+    let port = first.port;
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true timeout=20", first.url()));
+    receiver
+        .wait_frames(24, WAIT)
+        .expect("plays before the restart");
+    drop(first);
+    let stopped = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let before = receiver.frames().len();
+
+    let second = Sender::start_on(port, "");
+    let restarted = Instant::now();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays again after the restart");
+    let resumed = restarted.elapsed();
+    let frames = receiver.frames();
+    let first_new = &frames[before];
+    eprintln!(
+        "down {:?}, resumed {resumed:?} after the publisher returned",
+        restarted - stopped
+    );
+    assert!(
+        first_new.key && first_new.discont,
+        "resumes at a keyframe, DISCONT"
+    );
+    assert!(resumed < Duration::from_secs(5), "took {resumed:?}");
+
+    let messages = receiver.messages.lock().unwrap().clone();
+    assert!(
+        messages.iter().any(|m| m == "moq-disconnected"),
+        "{messages:?}"
+    );
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        2,
+        "{messages:?}"
+    );
+    second.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("EOS after the restart");
+}

@@ -4,6 +4,7 @@
 //! - A [`Session`] runs the control stream; [`Session::subscribe`] returns a
 //!   [`Subscription`] yielding [`TrackEvent`]s; peers' SUBSCRIBEs are served from the
 //!   session's broadcast with one QUIC stream per group, at the group's priority.
+//! - [`RelayPublisher`] announces a broadcast on a relay and keeps it announced.
 //! - [`TrackProducer`] is the synchronous, never-blocking writing side for media code.
 //! - [`tls`] builds identities (self-signed or PEM) and trust policies (pinned
 //!   fingerprint, CA roots, insecure).
@@ -13,6 +14,7 @@ mod control;
 mod endpoint;
 mod error;
 mod publish;
+mod relay;
 mod session;
 mod subscribe;
 pub mod tls;
@@ -22,6 +24,7 @@ mod url;
 pub use endpoint::{Server, ServerEvent, connect};
 pub use error::{RequestError, SessionError};
 pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use relay::{RelayEvent, RelayPublisher};
 pub use session::{Role, Session, SessionConfig};
 pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
 pub use track::{Broadcast, GroupWriter, Priority, TrackDelivery, TrackProducer, TrackStats};

@@ -102,17 +102,15 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             },
             None,
         ),
+        // The draft starts after the largest object; we start at the beginning of its
+        // group instead: a group is the only decodable join point, and moq-relay (which
+        // subscribes upstream with this filter) drops a stream that does not start at
+        // object 0. For the catalog it is also the only way to get the current one.
         FilterType::LargestObject => (
-            largest.map_or(
-                Location {
-                    group: 0,
-                    object: 0,
-                },
-                |l| Location {
-                    group: l.group,
-                    object: l.object + 1,
-                },
-            ),
+            Location {
+                group: largest.map_or(0, |l| l.group),
+                object: 0,
+            },
             None,
         ),
         FilterType::AbsoluteStart(start) => (start, None),
@@ -153,6 +151,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         _active: ActiveGuard::new(broadcast.inner.clone()),
     };
     let _ = publisher.commands.send(Command::Serve(Box::new(served)));
+    broadcast.notify_subscribed(&name);
 }
 
 /// Handles UNSUBSCRIBE: the scheduler resets the subscription's streams and sends PUBLISH_DONE.

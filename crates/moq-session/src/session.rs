@@ -431,6 +431,8 @@ async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
         }
         other => inner.close(&other),
     }
+    // Pending requests fail now rather than at their timeout.
+    lock(&inner.state).namespace_replies.clear();
     subscribe::session_closed(&inner);
 }
 
@@ -494,12 +496,12 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
             }));
         }
         M::UnsubscribeNamespace(_) => {}
+        // Relays announce what they carry to every session; acknowledging is harmless (we
+        // subscribe by name) and stops them re-announcing, which a refusal would not.
         M::PublishNamespace(m) => {
             inner.accept_request_id(m.request_id)?;
-            inner.send(M::PublishNamespaceError(wire::PublishNamespaceError {
+            inner.send(M::PublishNamespaceOk(wire::PublishNamespaceOk {
                 request_id: m.request_id,
-                code: wire::publish_namespace_error::UNINTERESTED,
-                reason: "this endpoint does not subscribe to announced namespaces".into(),
             }));
         }
         M::PublishNamespaceDone(_) => {}

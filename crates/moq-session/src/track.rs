@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use moq_wire::draft14::{GroupOrder, Location, TrackNamespace};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical
 /// section here leaves the state consistent, so the data stays usable.
@@ -318,6 +318,8 @@ pub(crate) struct BroadcastInner {
     tracks: Mutex<HashMap<Vec<u8>, Arc<TrackShared>>>,
     /// Number of subscriptions currently being served, across sessions.
     pub active: watch::Sender<usize>,
+    /// Told the track name of every new subscription.
+    subscribed: Mutex<Option<mpsc::UnboundedSender<String>>>,
 }
 
 impl Broadcast {
@@ -327,6 +329,7 @@ impl Broadcast {
                 namespace,
                 tracks: Mutex::default(),
                 active: watch::channel(0).0,
+                subscribed: Mutex::default(),
             }),
         }
     }
@@ -357,6 +360,18 @@ impl Broadcast {
         let tracks: Vec<_> = lock(&self.inner.tracks).values().cloned().collect();
         for shared in tracks {
             TrackProducer { shared }.finish();
+        }
+    }
+
+    /// Sends the track name of every new subscription to `tx` (e.g. to ask the encoder
+    /// for a keyframe so a new viewer need not wait for the next GoP).
+    pub fn on_subscribe(&self, tx: mpsc::UnboundedSender<String>) {
+        *lock(&self.inner.subscribed) = Some(tx);
+    }
+
+    pub(crate) fn notify_subscribed(&self, track: &str) {
+        if let Some(tx) = lock(&self.inner.subscribed).as_ref() {
+            let _ = tx.send(track.to_owned());
         }
     }
 

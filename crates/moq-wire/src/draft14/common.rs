@@ -178,8 +178,17 @@ impl TrackNamespace {
 
     /// Reads a namespace whose fields may use at most `budget` bytes in total.
     fn read_within(buf: &mut &[u8], budget: usize) -> Result<Self, DecodeError> {
+        let namespace = Self::read_fields(buf, budget)?;
+        if namespace.0.is_empty() {
+            return Err(DecodeError::ProtocolViolation(NAMESPACE_FIELDS));
+        }
+        Ok(namespace)
+    }
+
+    /// Reads 0 to 32 fields using at most `budget` bytes.
+    fn read_fields(buf: &mut &[u8], budget: usize) -> Result<Self, DecodeError> {
         let count = get(buf)?;
-        if count == 0 || count > MAX_NAMESPACE_FIELDS as u64 {
+        if count > MAX_NAMESPACE_FIELDS as u64 {
             return Err(DecodeError::ProtocolViolation(NAMESPACE_FIELDS));
         }
         let mut left = budget;
@@ -190,6 +199,27 @@ impl TrackNamespace {
             fields.push(field.to_vec());
         }
         Ok(Self(fields))
+    }
+}
+
+/// The namespace prefix of SUBSCRIBE_NAMESPACE and UNSUBSCRIBE_NAMESPACE.
+///
+/// Draft-14 forbids an empty prefix, but deployed relays (moq-relay) send one to mean
+/// "every namespace"; it is accepted so such a request can be answered rather than the
+/// whole session torn down (and encodes back, so decoding stays invertible).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NamespacePrefix(pub TrackNamespace);
+
+impl Wire for NamespacePrefix {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self.0.0.is_empty() {
+            return put(0, out);
+        }
+        self.0.write(out)
+    }
+
+    fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        TrackNamespace::read_fields(buf, MAX_FULL_TRACK_NAME_LEN).map(NamespacePrefix)
     }
 }
 

@@ -7,8 +7,8 @@ use crate::cursor::{read_u8, read_u16, take};
 use crate::{DecodeError, EncodeError};
 
 use super::common::{
-    FilterType, GOAWAY_URI, GroupOrder, Location, REASON_PHRASE, TrackNamespace, Wire, get, put,
-    read_flag, read_full_name, write_flag, write_full_name,
+    FilterType, GOAWAY_URI, GroupOrder, Location, NamespacePrefix, REASON_PHRASE, TrackNamespace,
+    Wire, get, put, read_flag, read_full_name, write_flag, write_full_name,
 };
 use super::params::{Parameters, Scope};
 
@@ -125,10 +125,10 @@ wire_structs! {
     PublishNamespaceCancel { namespace: TrackNamespace, code: u64, reason: String }
 
     /// SUBSCRIBE_NAMESPACE: asks for PUBLISH_NAMESPACE / PUBLISH messages under a prefix.
-    SubscribeNamespace { request_id: u64, namespace_prefix: TrackNamespace, params: Parameters }
+    SubscribeNamespace { request_id: u64, namespace_prefix: NamespacePrefix, params: Parameters }
 
     /// UNSUBSCRIBE_NAMESPACE: ends a SUBSCRIBE_NAMESPACE.
-    UnsubscribeNamespace { namespace_prefix: TrackNamespace }
+    UnsubscribeNamespace { namespace_prefix: NamespacePrefix }
 
     /// The part of a joining FETCH that ties it to a subscription.
     JoiningFetch {

@@ -15,7 +15,7 @@ pub use codes::{
     fetch_error, publish_done_code, publish_error, publish_namespace_error, reset_code,
     session_error, subscribe_error, subscribe_namespace_error,
 };
-pub use common::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use common::{FilterType, GroupOrder, Location, NamespacePrefix, TrackNamespace};
 pub use control::{
     ClientSetup, ControlMessage, Fetch, FetchCancel, FetchError, FetchOk, FetchType, Goaway,
     JoiningFetch, MaxRequestId, Publish, PublishDone, PublishError, PublishNamespace,

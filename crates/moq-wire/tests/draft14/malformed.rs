@@ -110,6 +110,34 @@ fn namespace_field_count() {
 }
 
 #[test]
+fn an_empty_namespace_prefix_is_accepted() {
+    // SUBSCRIBE_NAMESPACE, request 1, a prefix of zero fields, no parameters: what
+    // moq-relay sends to mean "everything".
+    let bytes = framed(0x11, &hex("01 00 00"));
+    let (message, used) = ControlMessage::decode(&bytes).expect("accepted");
+    assert_eq!(used, bytes.len());
+    assert_eq!(
+        message,
+        ControlMessage::SubscribeNamespace(SubscribeNamespace {
+            request_id: 1,
+            namespace_prefix: NamespacePrefix(TrackNamespace(Vec::new())),
+            params: Parameters::default(),
+        })
+    );
+    assert_eq!(encode(&message), bytes);
+    // 33 fields are still a violation.
+    let mut payload = vec![0x01, 33];
+    for _ in 0..33 {
+        payload.extend_from_slice(&[0x01, b'x']);
+    }
+    payload.push(0x00);
+    assert_eq!(
+        violation(ControlMessage::decode(&framed(0x11, &payload))),
+        "track namespace must have 1 to 32 fields"
+    );
+}
+
+#[test]
 fn full_track_name_limit() {
     let at_limit = Subscribe {
         namespace: TrackNamespace(vec![vec![b'n'; 96]]),

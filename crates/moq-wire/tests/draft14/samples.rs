@@ -193,7 +193,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
         }),
         M::SubscribeNamespace(SubscribeNamespace {
             request_id: 18,
-            namespace_prefix: TrackNamespace::from_path("anon"),
+            namespace_prefix: NamespacePrefix(TrackNamespace::from_path("anon")),
             params: Parameters::new(),
         }),
         M::SubscribeNamespaceOk(SubscribeNamespaceOk { request_id: 18 }),
@@ -203,7 +203,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             reason: "overlap".into(),
         }),
         M::UnsubscribeNamespace(UnsubscribeNamespace {
-            namespace_prefix: TrackNamespace::from_path("anon"),
+            namespace_prefix: NamespacePrefix(TrackNamespace::from_path("anon")),
         }),
     ]
 }

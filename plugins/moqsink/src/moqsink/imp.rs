@@ -9,9 +9,10 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use h264::StreamFormat;
+use moq_media::catalog::BASE_TRACK;
 use moq_session::blocking::Canceller;
-use moq_session::tls::{self, ServerIdentity};
-use moq_session::{Broadcast, Server, ServerEvent};
+use moq_session::tls::{self, ServerIdentity, Trust};
+use moq_session::{Broadcast, MoqUrl, RelayEvent, RelayPublisher, Server, ServerEvent};
 use tokio::sync::mpsc;
 
 use super::Delivery;
@@ -39,8 +40,14 @@ struct Settings {
     namespace: String,
     tls_cert_file: Option<PathBuf>,
     tls_key_file: Option<PathBuf>,
+    url: Option<String>,
+    /// Pins the relay's certificate (with `url`).
+    relay_fingerprint: Option<String>,
+    tls_ca_file: Option<PathBuf>,
+    tls_insecure: bool,
     delivery: Delivery,
     delivery_timeout_ms: u32,
+    keyframe_on_subscribe: bool,
 }
 
 impl Default for Settings {
@@ -50,14 +57,27 @@ impl Default for Settings {
             namespace: DEFAULT_NAMESPACE.into(),
             tls_cert_file: None,
             tls_key_file: None,
+            url: None,
+            relay_fingerprint: None,
+            tls_ca_file: None,
+            tls_insecure: false,
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
+            keyframe_on_subscribe: true,
         }
     }
 }
 
+/// How subscribers reach us.
+enum Link {
+    /// We are the server.
+    Listen(Server),
+    /// We publish through a relay.
+    Relay(RelayPublisher),
+}
+
 struct Started {
-    server: Server,
+    link: Link,
     broadcast: Broadcast,
     publisher: Publisher,
     warned_no_keyframe: bool,
@@ -101,6 +121,109 @@ impl MoqSink {
         let id = Arc::new(id);
         *identity = Some(id.clone());
         Ok(id)
+    }
+
+    /// Trust toward the relay, from `tls-fingerprint`, `tls-ca-file` or `tls-insecure`.
+    fn relay_trust(settings: &Settings, url: &MoqUrl) -> Result<Trust, gst::ErrorMessage> {
+        let err =
+            |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
+        match (
+            &settings.relay_fingerprint,
+            &settings.tls_ca_file,
+            settings.tls_insecure,
+        ) {
+            (Some(fp), _, _) => Ok(Trust::Fingerprint(
+                tls::parse_fingerprint(fp).map_err(|e| err(&e))?,
+            )),
+            (None, Some(ca), _) => Trust::from_ca_file(ca).map_err(|e| err(&e)),
+            (None, None, true) => Ok(Trust::Insecure),
+            (None, None, false) => Err(gst::error_msg!(
+                gst::ResourceError::Settings,
+                ["{url}: set tls-fingerprint (the relay's), tls-ca-file or tls-insecure=true"]
+            )),
+        }
+    }
+
+    /// Serves subscribers directly, or publishes through the relay at `url`.
+    fn start_link(
+        &self,
+        settings: &Settings,
+        broadcast: &Broadcast,
+    ) -> Result<Link, gst::ErrorMessage> {
+        let _guard = RUNTIME.enter();
+        if let Some(text) = &settings.url {
+            let url = MoqUrl::parse(text)
+                .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
+            let trust = Self::relay_trust(settings, &url)?;
+            let (events_tx, events_rx) = mpsc::unbounded_channel();
+            gst::info!(CAT, imp = self, "publishing through {url}");
+            RUNTIME.spawn(forward_relay_events(
+                self.obj().downgrade(),
+                url.to_string(),
+                events_rx,
+            ));
+            return Ok(Link::Relay(RelayPublisher::start(
+                url,
+                trust,
+                broadcast.clone(),
+                events_tx,
+            )));
+        }
+        let addr: SocketAddr = settings
+            .listen
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                gst::error_msg!(
+                    gst::ResourceError::Settings,
+                    [
+                        "invalid listen address {:?}: expected HOST:PORT",
+                        settings.listen
+                    ]
+                )
+            })?;
+        let identity = self.identity()?;
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let server = Server::bind(addr, &identity, broadcast.clone(), events_tx).map_err(|e| {
+            gst::error_msg!(
+                gst::ResourceError::OpenWrite,
+                ["cannot listen on {addr}: {e}"]
+            )
+        })?;
+        let bound = server.local_addr();
+        let fingerprint = tls::fingerprint_hex(&identity.fingerprint());
+        gst::info!(
+            CAT,
+            imp = self,
+            "listening on {bound}, certificate SHA-256 {fingerprint}"
+        );
+        RUNTIME.spawn(forward_server_events(self.obj().downgrade(), events_rx));
+        self.post_message(
+            "moq-listening",
+            &[
+                ("address", &bound.to_string()),
+                ("fingerprint", &fingerprint),
+            ],
+        );
+        Ok(Link::Listen(server))
+    }
+
+    /// Asks upstream for a keyframe, so a new viewer starts without waiting for a GoP.
+    fn request_keyframe(&self) {
+        let event = gst::event::CustomUpstream::new(
+            gst::Structure::builder("GstForceKeyUnit")
+                .field("all-headers", true)
+                .build(),
+        );
+        let pad = self.obj().static_pad("sink").expect("sink pad");
+        if !pad.push_event(event) {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "upstream did not handle the keyframe request"
+            );
+        }
     }
 
     fn post_message(&self, name: &str, fields: &[(&str, &(dyn ToSendValue + Sync))]) {
@@ -167,9 +290,13 @@ impl MoqSink {
                 .field(format!("frames-{kind}"), published.frames[i])
                 .field(format!("bytes-{kind}"), published.bytes[i]);
         }
-        s = s
-            .field("frames-refused", published.dropped)
-            .field("subscribers", started.server.session_count() as u32);
+        s = s.field("frames-refused", published.dropped).field(
+            "subscribers",
+            match &started.link {
+                Link::Listen(server) => server.session_count() as u32,
+                Link::Relay(relay) => u32::from(relay.is_announced()),
+            },
+        );
         for (layer, stats) in [("base", Some(base)), ("enhancement", enh)] {
             let t = stats.unwrap_or_default();
             s = s
@@ -263,10 +390,32 @@ impl ObjectImpl for MoqSink {
                     .blurb("Frames and bytes published per kind, and per layer objects sent and dropped, groups superseded or expired, streams reset, subscribers")
                     .read_only()
                     .build(),
+                glib::ParamSpecString::builder("url")
+                    .nick("Relay URL")
+                    .blurb("Publish through the MoQ relay at moqt://HOST:PORT/PATH instead of listening: connect, announce the namespace (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
                     .nick("TLS fingerprint")
-                    .blurb("SHA-256 of the certificate in use (hex), for receivers to pin (moqsrc tls-fingerprint)")
-                    .read_only()
+                    .blurb("Listening: SHA-256 (hex) of this sink's certificate, for receivers to pin. With url: set it to pin the relay's certificate")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-ca-file")
+                    .nick("TLS CA file")
+                    .blurb("With url: PEM file of CA certificates the relay's certificate must chain to")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("tls-insecure")
+                    .nick("TLS insecure")
+                    .blurb("With url: accept any relay certificate (testing only)")
+                    .default_value(false)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("keyframe-on-subscribe")
+                    .nick("Keyframe on subscribe")
+                    .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP")
+                    .default_value(true)
+                    .mutable_ready()
                     .build(),
             ]
         });
@@ -291,6 +440,13 @@ impl ObjectImpl for MoqSink {
                 settings.tls_key_file = text().map(PathBuf::from);
                 *lock(&self.identity) = None;
             }
+            "url" => settings.url = text(),
+            "tls-fingerprint" => settings.relay_fingerprint = text(),
+            "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
+            "tls-insecure" => settings.tls_insecure = value.get().expect("type checked upstream"),
+            "keyframe-on-subscribe" => {
+                settings.keyframe_on_subscribe = value.get().expect("type checked upstream")
+            }
             "delivery" => settings.delivery = value.get().expect("type checked upstream"),
             "delivery-timeout" => {
                 settings.delivery_timeout_ms = value.get().expect("type checked upstream")
@@ -310,6 +466,11 @@ impl ObjectImpl for MoqSink {
             "delivery" => settings.delivery.to_value(),
             "delivery-timeout" => settings.delivery_timeout_ms.to_value(),
             "stats" => self.stats().to_value(),
+            "url" => settings.url.to_value(),
+            "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
+            "tls-insecure" => settings.tls_insecure.to_value(),
+            "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
+            "tls-fingerprint" if settings.url.is_some() => settings.relay_fingerprint.to_value(),
             "tls-fingerprint" => match self.identity() {
                 Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
                 Err(err) => {
@@ -360,54 +521,20 @@ impl ElementImpl for MoqSink {
 impl BaseSinkImpl for MoqSink {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
-        let addr: SocketAddr = settings
-            .listen
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| {
-                gst::error_msg!(
-                    gst::ResourceError::Settings,
-                    [
-                        "invalid listen address {:?}: expected HOST:PORT",
-                        settings.listen
-                    ]
-                )
-            })?;
         let namespace = moq_session::parse_namespace(&settings.namespace)
             .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
-        let identity = self.identity()?;
         let broadcast = Broadcast::new(namespace);
         let timeout = (settings.delivery_timeout_ms > 0)
             .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
         let publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let server = {
-            let _guard = RUNTIME.enter();
-            Server::bind(addr, &identity, broadcast.clone(), events_tx).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    ["cannot listen on {addr}: {e}"]
-                )
-            })?
-        };
-        let bound = server.local_addr();
-        let fingerprint = tls::fingerprint_hex(&identity.fingerprint());
-        gst::info!(
-            CAT,
-            imp = self,
-            "listening on {bound}, certificate SHA-256 {fingerprint}"
-        );
-        RUNTIME.spawn(forward_server_events(self.obj().downgrade(), events_rx));
-        self.post_message(
-            "moq-listening",
-            &[
-                ("address", &bound.to_string()),
-                ("fingerprint", &fingerprint),
-            ],
-        );
+        if settings.keyframe_on_subscribe {
+            let (tx, rx) = mpsc::unbounded_channel();
+            broadcast.on_subscribe(tx);
+            RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
+        }
+        let link = self.start_link(&settings, &broadcast)?;
         *lock(&self.state) = Some(Started {
-            server,
+            link,
             broadcast,
             publisher,
             warned_no_keyframe: false,
@@ -419,7 +546,9 @@ impl BaseSinkImpl for MoqSink {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         if let Some(started) = lock(&self.state).take() {
             started.broadcast.finish();
-            started.server.close();
+            if let Link::Listen(server) = &started.link {
+                server.close();
+            }
         }
         Ok(())
     }
@@ -564,6 +693,64 @@ async fn forward_server_events(
                     ],
                 );
             }
+        }
+    }
+}
+
+/// Turns relay connection changes into element messages; a refusal is an element error.
+async fn forward_relay_events(
+    element: glib::WeakRef<super::MoqSink>,
+    url: String,
+    mut events: mpsc::UnboundedReceiver<RelayEvent>,
+) {
+    while let Some(event) = events.recv().await {
+        let Some(element) = element.upgrade() else {
+            return;
+        };
+        let imp = element.imp();
+        match event {
+            RelayEvent::Announced { peer, attempt } => {
+                gst::info!(
+                    CAT,
+                    imp = imp,
+                    "announced on {url} ({peer}), connection {attempt}"
+                );
+                imp.post_message(
+                    "moq-connected",
+                    &[("address", &peer.to_string()), ("reconnections", &attempt)],
+                );
+            }
+            RelayEvent::Disconnected(reason) => {
+                gst::warning!(CAT, imp = imp, "{url}: {reason}; reconnecting");
+                imp.post_message("moq-disconnected", &[("reason", &reason.to_string())]);
+            }
+            RelayEvent::Refused(reason) => {
+                gst::element_imp_error!(
+                    imp,
+                    gst::ResourceError::NotAuthorized,
+                    ("{url} refused the publisher: {reason}")
+                );
+            }
+        }
+    }
+}
+
+/// Asks for a keyframe whenever a subscriber joins the video track.
+async fn request_keyframes(
+    element: glib::WeakRef<super::MoqSink>,
+    mut subscribed: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(track) = subscribed.recv().await {
+        let Some(element) = element.upgrade() else {
+            return;
+        };
+        if track == BASE_TRACK {
+            gst::debug!(
+                CAT,
+                obj = element,
+                "subscriber joined {track}: requesting a keyframe"
+            );
+            element.imp().request_keyframe();
         }
     }
 }

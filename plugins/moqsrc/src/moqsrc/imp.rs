@@ -36,6 +36,7 @@ const DEFAULT_LATENCY_MS: u32 = 100;
 #[derive(Debug, Clone)]
 struct Settings {
     url: Option<String>,
+    namespace: Option<String>,
     track: String,
     tls_fingerprint: Option<String>,
     tls_insecure: bool,
@@ -48,6 +49,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             url: None,
+            namespace: None,
             track: DEFAULT_TRACK.into(),
             tls_fingerprint: None,
             tls_insecure: false,
@@ -127,6 +129,11 @@ impl MoqSrc {
         };
         Ok((
             ReceiverConfig {
+                namespace: match &settings.namespace {
+                    Some(ns) => moq_session::parse_namespace(ns)
+                        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
+                    None => url.namespace(),
+                },
                 url,
                 track: settings.track.clone(),
                 trust,
@@ -339,6 +346,11 @@ impl ObjectImpl for MoqSrc {
                     .blurb("MoQ publisher or relay to subscribe to: moqt://HOST:PORT/NAMESPACE")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("namespace")
+                    .nick("Namespace")
+                    .blurb("Track namespace ('/' separates fields); unset: the URL path. Through moq-relay the URL path is the relay's root (e.g. /anon) and this the broadcast under it (e.g. live)")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecString::builder("track")
                     .nick("Track")
                     .blurb("Name of the video track (the base layer; its enhancement track is found in the catalog)")
@@ -391,6 +403,7 @@ impl ObjectImpl for MoqSrc {
         let mut settings = lock(&self.settings);
         match pspec.name() {
             "url" => settings.url = value.get().expect("type checked upstream"),
+            "namespace" => settings.namespace = value.get().expect("type checked upstream"),
             "track" => {
                 settings.track = value
                     .get::<Option<String>>()
@@ -412,6 +425,7 @@ impl ObjectImpl for MoqSrc {
         let settings = lock(&self.settings);
         match pspec.name() {
             "url" => settings.url.to_value(),
+            "namespace" => settings.namespace.to_value(),
             "track" => settings.track.to_value(),
             "tls-fingerprint" => settings.tls_fingerprint.to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),

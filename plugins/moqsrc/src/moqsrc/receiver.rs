@@ -8,7 +8,8 @@ use moq_media::catalog::{self, Catalog, TrackRole};
 use moq_media::header::FrameHeader;
 use moq_session::tls::Trust;
 use moq_session::{
-    FilterType, Location, MoqUrl, Session, SessionError, SubscribeOptions, Subscription, TrackEvent,
+    FilterType, Location, MoqUrl, Session, SessionError, SubscribeOptions, Subscription,
+    TrackEvent, TrackNamespace,
 };
 use tokio::sync::mpsc;
 
@@ -24,6 +25,8 @@ const BASE_PRIORITY: u8 = 100;
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
     pub url: MoqUrl,
+    /// Namespace of the tracks (by default the URL path).
+    pub namespace: TrackNamespace,
     pub track: String,
     pub trust: Trust,
     /// How long to keep trying to connect and subscribe.
@@ -147,7 +150,7 @@ async fn receive_session(
     controls: &mut mpsc::UnboundedReceiver<Control>,
     session: &Session,
 ) -> Result<(), String> {
-    let namespace = config.url.namespace();
+    let namespace = config.namespace.clone();
     let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.url);
 
     // The catalog's latest group is retained by the publisher: start from the beginning.

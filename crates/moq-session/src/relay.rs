@@ -1,0 +1,132 @@
+//! Publishing through a relay: connect, announce the namespace (PUBLISH_NAMESPACE) and
+//! serve the relay's SUBSCRIBEs; reconnect with capped backoff whenever the session is lost.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use moq_wire::draft14::{publish_namespace_error, session_error};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::endpoint::connect;
+use crate::error::SessionError;
+use crate::tls::Trust;
+use crate::track::Broadcast;
+use crate::url::MoqUrl;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A handshake not done by then is restarted (QUIC backs off its Initial retransmissions).
+const CONNECT_ATTEMPT: Duration = Duration::from_secs(2);
+
+/// What happened to the relay connection.
+#[derive(Debug)]
+pub enum RelayEvent {
+    /// Connected and the namespace announced; `attempt` counts sessions, 0 for the first.
+    Announced {
+        peer: std::net::SocketAddr,
+        attempt: u32,
+    },
+    /// The session was lost or could not be set up; another attempt follows.
+    Disconnected(SessionError),
+    /// The relay refused us for good (authorization, bad address): no more attempts.
+    Refused(SessionError),
+}
+
+/// Keeps a broadcast announced on a relay until dropped.
+#[derive(Debug)]
+pub struct RelayPublisher {
+    task: JoinHandle<()>,
+    announced: Arc<AtomicBool>,
+}
+
+impl RelayPublisher {
+    /// Starts connecting. Must run inside a tokio runtime.
+    pub fn start(
+        url: MoqUrl,
+        trust: Trust,
+        broadcast: Broadcast,
+        events: mpsc::UnboundedSender<RelayEvent>,
+    ) -> RelayPublisher {
+        let announced = Arc::new(AtomicBool::new(false));
+        RelayPublisher {
+            task: tokio::spawn(run(url, trust, broadcast, events, announced.clone())),
+            announced,
+        }
+    }
+
+    /// Whether the namespace is announced on the relay right now.
+    pub fn is_announced(&self) -> bool {
+        self.announced.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for RelayPublisher {
+    fn drop(&mut self) {
+        // Dropping the task drops its session, which closes the connection.
+        self.task.abort();
+    }
+}
+
+/// Whether retrying cannot help.
+fn is_refusal(err: &SessionError) -> bool {
+    match err {
+        SessionError::Request(refused) => refused.code == publish_namespace_error::UNAUTHORIZED,
+        SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {
+            close.error_code.into_inner() == session_error::UNAUTHORIZED
+        }
+        SessionError::Resolve(_)
+        | SessionError::Tls(_)
+        | SessionError::VersionNegotiation { .. } => true,
+        _ => false,
+    }
+}
+
+async fn run(
+    url: MoqUrl,
+    trust: Trust,
+    broadcast: Broadcast,
+    events: mpsc::UnboundedSender<RelayEvent>,
+    announced: Arc<AtomicBool>,
+) {
+    let mut backoff = FIRST_BACKOFF;
+    let mut attempt = 0;
+    loop {
+        let session = async {
+            let session = tokio::time::timeout(
+                CONNECT_ATTEMPT,
+                connect(&url, &trust, Some(broadcast.clone())),
+            )
+            .await
+            .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
+            session
+                .publish_namespace(broadcast.namespace().clone())
+                .await?;
+            Ok::<_, SessionError>(session)
+        }
+        .await;
+        let err = match session {
+            Ok(session) => {
+                let _ = events.send(RelayEvent::Announced {
+                    peer: session.remote_address(),
+                    attempt,
+                });
+                attempt += 1;
+                backoff = FIRST_BACKOFF;
+                announced.store(true, Ordering::Relaxed);
+                let closed = session.closed().await;
+                announced.store(false, Ordering::Relaxed);
+                closed
+            }
+            Err(err) => err,
+        };
+        if is_refusal(&err) {
+            let _ = events.send(RelayEvent::Refused(err));
+            return;
+        }
+        let _ = events.send(RelayEvent::Disconnected(err));
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}

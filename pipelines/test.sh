@@ -5,4 +5,7 @@ cd "$(dirname "$0")/.."
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 cargo build --workspace --all-targets --locked
+# The relay interop tests run against a real moq-relay.
+MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"
+export MOQ_RELAY
 cargo test --workspace --locked -- --test-threads=2

@@ -110,9 +110,18 @@ impl Sender {
 
     /// Like [`start`](Self::start) on a given port (a publisher coming back).
     pub fn start_on(port: u16, sink_properties: &str) -> Sender {
+        Sender::launch(port, TEST_ENCODER, sink_properties)
+    }
+
+    /// Like [`start`](Self::start) with another encoder description.
+    pub fn start_with_encoder(sink_properties: &str, encoder: &str) -> Sender {
+        Sender::launch(free_udp_port(), encoder, sink_properties)
+    }
+
+    fn launch(port: u16, encoder: &str, sink_properties: &str) -> Sender {
         init();
         let description = format!(
-            "{TEST_VIDEO} ! {TEST_ENCODER} ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties}"
+            "{TEST_VIDEO} ! {encoder} ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties}"
         );
         let pipeline = gst::parse::launch(&description)
             .expect("sender pipeline parses")
@@ -190,7 +199,7 @@ pub struct Receiver {
     pub pipeline: gst::Pipeline,
     pub frames: Arc<Mutex<Vec<ReceivedFrame>>>,
     pub decoded: Arc<Mutex<usize>>,
-    /// Names of the element messages posted so far.
+    /// Names of the element messages posted so far, and `warning from ...` lines.
     pub messages: Arc<Mutex<Vec<String>>>,
 }
 
@@ -251,10 +260,18 @@ impl Receiver {
             .bus()
             .expect("bus")
             .set_sync_handler(move |_, msg| {
-                if let gst::MessageView::Element(e) = msg.view()
-                    && let Some(s) = e.structure()
-                {
-                    names.lock().unwrap().push(s.name().to_string());
+                match msg.view() {
+                    gst::MessageView::Element(e) => {
+                        if let Some(s) = e.structure() {
+                            names.lock().unwrap().push(s.name().to_string());
+                        }
+                    }
+                    gst::MessageView::Warning(w) => names.lock().unwrap().push(format!(
+                        "warning from {}: {}",
+                        msg.src().map_or("?".into(), |s| s.name().to_string()),
+                        w.error()
+                    )),
+                    _ => {}
                 }
                 gst::BusSyncReply::Pass
             });

@@ -53,6 +53,10 @@ pub struct Catalog {
     pub timescale: u64,
     /// The sender's delivery mode, for information (`baseline`, `skip-gops`, ...).
     pub delivery: String,
+    /// Identifies one run of the publisher (its start time, ms since the UNIX epoch): a
+    /// change means a new stream whose timestamps and indices start afresh.
+    #[serde(default)]
+    pub epoch: u64,
     pub video: VideoInfo,
     pub tracks: Vec<TrackEntry>,
 }
@@ -125,6 +129,7 @@ mod tests {
             version: Catalog::VERSION,
             timescale: TIMESCALE,
             delivery: "combined".into(),
+            epoch: 1_795_000_000_000,
             video: VideoInfo {
                 codec: "avc1.64001e".into(),
                 width: 320,

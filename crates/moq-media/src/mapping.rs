@@ -69,6 +69,8 @@ pub struct Placement {
 #[derive(Debug, Clone)]
 pub struct Mapper {
     mode: DeliveryMode,
+    /// First group ID and first base index (see [`Mapper::starting_at`]).
+    origin: u64,
     base_group: Option<u64>,
     next_base_object: u64,
     next_enhancement_group: u64,
@@ -77,12 +79,20 @@ pub struct Mapper {
 
 impl Mapper {
     pub fn new(mode: DeliveryMode) -> Mapper {
+        Mapper::starting_at(mode, 0)
+    }
+
+    /// Group IDs and base indices start at `origin`. A publisher that starts from the
+    /// wall clock keeps its IDs increasing across restarts, which relays caching the
+    /// largest group (and receivers dropping older GoPs) rely on.
+    pub fn starting_at(mode: DeliveryMode, origin: u64) -> Mapper {
         Mapper {
             mode,
+            origin,
             base_group: None,
             next_base_object: 0,
-            next_enhancement_group: 0,
-            base_frames: 0,
+            next_enhancement_group: origin,
+            base_frames: origin,
         }
     }
 
@@ -94,7 +104,7 @@ impl Mapper {
     /// nothing could decode them.
     pub fn place(&mut self, kind: FrameKind) -> Option<Placement> {
         if kind == FrameKind::Key {
-            let group = self.base_group.map_or(0, |g| g + 1);
+            let group = self.base_group.map_or(self.origin, |g| g + 1);
             self.base_group = Some(group);
             self.next_base_object = 1;
             self.base_frames += 1;
@@ -298,6 +308,19 @@ mod tests {
         }
         // Saturates rather than wrapping at the very end of the range.
         assert!(!before(enhancement(u64::MAX), enhancement(u64::MAX - 1)));
+    }
+
+    #[test]
+    fn ids_start_at_the_origin() {
+        let mut m = Mapper::starting_at(DeliveryMode::Combined, 1_000);
+        let key = m.place(Key).unwrap();
+        assert_eq!((key.group, key.object, key.base_index), (1_000, 0, 1_000));
+        let b = m.place(NonReference).unwrap();
+        assert_eq!(
+            (b.role, b.group, b.base_index),
+            (TrackRole::Enhancement, 1_000, 1_000)
+        );
+        assert_eq!(m.place(Key).unwrap().group, 1_001);
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::track::{Broadcast, lock};
 use crate::url::MoqUrl;
 
 /// A dead peer is noticed after this long without packets.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-const KEEP_ALIVE: Duration = Duration::from_secs(2);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
 /// Streams the peer may open at once. Per-frame enhancement streams that are starved
 /// pile up, so grant far more than the handful a GoP-per-stream mapping needs.
 const MAX_UNI_STREAMS: u32 = 10_000;

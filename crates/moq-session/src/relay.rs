@@ -16,9 +16,9 @@ use crate::track::Broadcast;
 use crate::url::MoqUrl;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// A handshake not done by then is restarted (QUIC backs off its Initial retransmissions).
-const CONNECT_ATTEMPT: Duration = Duration::from_secs(2);
+const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
 
 /// What happened to the relay connection.
 #[derive(Debug)]

@@ -183,10 +183,22 @@ impl Inner {
     }
 }
 
-/// A MoQ Transport session. Cheap to clone; the session lives while its connection does.
+/// A MoQ Transport session. Cheap to clone; when the last clone (or subscription) is
+/// dropped the connection is closed, so an abandoned session does not live on through its
+/// background tasks and keep-alives.
 #[derive(Debug, Clone)]
 pub struct Session {
     pub(crate) inner: Arc<Inner>,
+    _closer: Arc<CloseOnDrop>,
+}
+
+#[derive(Debug)]
+struct CloseOnDrop(quinn::Connection);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(quinn::VarInt::from_u32(0), b"session dropped");
+    }
 }
 
 impl Session {
@@ -315,7 +327,10 @@ impl Session {
         tokio::spawn(run(inner.clone(), reader));
         tokio::spawn(subscribe::accept_data_streams(inner.clone()));
         tokio::spawn(refuse_extra_bidi_streams(inner.clone()));
-        Ok(Session { inner })
+        Ok(Session {
+            _closer: Arc::new(CloseOnDrop(inner.conn.clone())),
+            inner,
+        })
     }
 
     pub fn role(&self) -> Role {

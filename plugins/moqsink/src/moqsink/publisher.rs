@@ -1,7 +1,7 @@
 //! Turns access units into objects on the broadcast's tracks. Free of GStreamer so the
 //! element only translates buffers, caps and events.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use h264::{AuInfo, FrameKind, ParameterSets, StreamFormat};
@@ -87,6 +87,8 @@ pub struct Publisher {
     published_avcc: Option<Vec<u8>>,
     next_catalog_group: u64,
     decode_index: u64,
+    /// Start of this run, ms since the UNIX epoch: the first group ID and decode index.
+    epoch: u64,
     published: Published,
 }
 
@@ -105,6 +107,9 @@ impl Publisher {
         mode: DeliveryMode,
         delivery_timeout: Option<Duration>,
     ) -> Publisher {
+        let epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         let group_order = if mode.newest_group_first() {
             GroupOrder::Descending
         } else {
@@ -137,11 +142,12 @@ impl Publisher {
             enhancement,
             stream: StreamParams::default(),
             parameter_sets: ParameterSets::default(),
-            mapper: Mapper::new(mode),
+            mapper: Mapper::starting_at(mode, epoch),
             open_group: None,
             published_avcc: None,
-            next_catalog_group: 0,
-            decode_index: 0,
+            next_catalog_group: epoch,
+            decode_index: epoch,
+            epoch,
             published: Published::default(),
         }
     }
@@ -284,6 +290,7 @@ impl Publisher {
             version: Catalog::VERSION,
             timescale: catalog::TIMESCALE,
             delivery: self.mode.name().into(),
+            epoch: self.epoch,
             video: VideoInfo {
                 codec,
                 width,

@@ -196,6 +196,22 @@ impl MoqSrc {
             }
             Item::Catalog(catalog) => {
                 gst::debug!(CAT, imp = self, "catalog {catalog:?}");
+                if state
+                    .catalog
+                    .as_ref()
+                    .is_some_and(|c| c.epoch != catalog.epoch)
+                {
+                    // The publisher restarted behind a relay: its indices and timestamps
+                    // start afresh, so the old timeline means nothing.
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "publisher restarted (epoch {})",
+                        catalog.epoch
+                    );
+                    state.reorder.clear();
+                    state.playout.reset();
+                }
                 if state.catalog.as_ref() != Some(&catalog) {
                     state.catalog = Some(catalog);
                     state.caps_pending = true;
@@ -302,7 +318,9 @@ impl MoqSrc {
             buffer.set_dts(gst::ClockTime::from_nseconds(stamped.dts));
             buffer.set_pts(gst::ClockTime::from_nseconds(stamped.pts));
             buffer.set_duration(gst::ClockTime::from_useconds(h.duration));
-            buffer.set_offset(h.decode_index);
+            // Counted from the publisher's first frame (its epoch).
+            let epoch = state.catalog.as_ref().map_or(0, |c| c.epoch);
+            buffer.set_offset(h.decode_index.saturating_sub(epoch));
             if stamped.discont {
                 buffer.set_flags(gst::BufferFlags::DISCONT);
             }

@@ -9,6 +9,7 @@ packages=(
     gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
     gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
     meson ninja-build
+    python3-matplotlib
 )
 
 missing=()

@@ -1,1 +1,301 @@
-fn main() {}
+//! `moq-bench`: plays one reference stream through linkem profiles with our four delivery
+//! modes, SRT and RTP, and records per-frame latency, rendering and link figures.
+//!
+//! ```text
+//! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
+//! ```
+//! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
+//! (linkem logs) and, through `tools/bench/report.py`, plots and `DIR/BENCHMARKS.md`.
+
+mod metrics;
+mod reference;
+mod run;
+mod systems;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use linkem::Profile;
+
+use crate::run::RunSpec;
+use crate::systems::System;
+
+const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--no-grid]
+
+  --out DIR          where results go (created)
+  --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
+  --reps N           repetitions of every run (default 1)
+  --profiles a,b     Twitch/constant profiles to run (default: cascade, intra_cascade, spike,
+                     slow_jitters, fast_jitters, const_500)
+  --systems x,y      systems (default: all: moq-baseline, moq-deprioritize-b, moq-skip-gops,
+                     moq-combined, srt-125ms, srt-500ms, rtp-udp)
+  --grid-seconds S   length of each loss x RTT grid run (default 60)
+  --no-grid          skip the loss x RTT grid
+
+Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
+libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
+
+const TWITCH: [&str; 6] = [
+    "cascade",
+    "intra_cascade",
+    "spike",
+    "slow_jitters",
+    "fast_jitters",
+    "const_500",
+];
+const GRID: [&str; 12] = [
+    "loss0_rtt50",
+    "loss0_rtt100",
+    "loss0_rtt150",
+    "loss0.0001_rtt50",
+    "loss0.0001_rtt100",
+    "loss0.0001_rtt150",
+    "loss0.001_rtt50",
+    "loss0.001_rtt100",
+    "loss0.001_rtt150",
+    "loss0.01_rtt50",
+    "loss0.01_rtt100",
+    "loss0.01_rtt150",
+];
+
+struct Options {
+    out: PathBuf,
+    quick: bool,
+    reps: u32,
+    profiles: Vec<String>,
+    systems: Vec<System>,
+    grid_seconds: u64,
+    grid: bool,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+    let mut o = Options {
+        out: PathBuf::new(),
+        quick: false,
+        reps: 1,
+        profiles: TWITCH.iter().map(|s| s.to_string()).collect(),
+        systems: System::all(),
+        grid_seconds: 60,
+        grid: true,
+    };
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--out" => o.out = PathBuf::from(value()?),
+            "--quick" => o.quick = true,
+            "--reps" => o.reps = value()?.parse().map_err(|_| "--reps: a number")?,
+            "--profiles" => o.profiles = value()?.split(',').map(str::to_owned).collect(),
+            "--systems" => {
+                o.systems = value()?
+                    .split(',')
+                    .map(|n| System::from_name(n).ok_or(format!("unknown system {n}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--grid-seconds" => {
+                o.grid_seconds = value()?.parse().map_err(|_| "--grid-seconds: a number")?
+            }
+            "--no-grid" => o.grid = false,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    if o.out.as_os_str().is_empty() {
+        return Err(format!("--out is required\n{USAGE}"));
+    }
+    if o.quick {
+        o.profiles = vec!["quick".into()];
+        o.systems = System::ours();
+        o.reps = 1;
+        o.grid = false;
+    }
+    Ok(o)
+}
+
+/// The workspace root: the binary lives in `<root>/target/<profile>/`.
+fn workspace_root() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    exe.ancestors()
+        .find(|d| d.join("pipelines/profiles").is_dir())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("{} is not inside the workspace", exe.display()))
+}
+
+fn init_gstreamer() -> Result<(), String> {
+    let exe_dir = std::env::current_exe()
+        .map_err(|e| e.to_string())?
+        .parent()
+        .ok_or("no binary directory")?
+        .to_path_buf();
+    if std::env::var_os("GST_PLUGIN_PATH").is_none() {
+        // SAFETY: single-threaded here, before GStreamer or any runtime starts.
+        unsafe { std::env::set_var("GST_PLUGIN_PATH", &exe_dir) };
+    }
+    gst::init().map_err(|e| e.to_string())?;
+    for element in [
+        "moqsink",
+        "moqsrc",
+        "x264enc",
+        "avdec_h264",
+        "srtsink",
+        "mpegtsmux",
+        "rtpjitterbuffer",
+    ] {
+        if gst::ElementFactory::find(element).is_none() {
+            return Err(format!(
+                "GStreamer element {element} not found (build the plugins with cargo build --release; \
+                 install the GStreamer plugin packages with pipelines/setup.sh)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A self-signed certificate for moqsink: (cert path, key path, fingerprint).
+fn certificate(dir: &Path) -> Result<(String, String, String), String> {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+            .map_err(|e| e.to_string())?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).map_err(|e| e.to_string())?;
+    std::fs::write(&key, certified.key_pair.serialize_pem()).map_err(|e| e.to_string())?;
+    let fp =
+        moq_session::tls::fingerprint_hex(&moq_session::tls::fingerprint(certified.cert.der()));
+    Ok((cert.display().to_string(), key.display().to_string(), fp))
+}
+
+fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
+    let mut get = std::collections::HashMap::new();
+    let mut args = args;
+    while let (Some(k), Some(v)) = (args.next(), args.next()) {
+        get.insert(k, v);
+    }
+    let arg = |k: &str| get.get(k).cloned().ok_or(format!("sender: {k} missing"));
+    let system = System::from_name(&arg("--system")?).ok_or("sender: unknown system")?;
+    gst::init().map_err(|e| e.to_string())?;
+    run::sender(
+        &system,
+        arg("--addr")?.parse().map_err(|_| "sender: bad --addr")?,
+        Path::new(&arg("--reference")?),
+        arg("--seconds")?
+            .parse()
+            .map_err(|_| "sender: bad --seconds")?,
+        &arg("--cert")?,
+        &arg("--key")?,
+        Path::new(&arg("--out")?),
+    )
+}
+
+fn main_inner() -> Result<(), String> {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("sender") {
+        args.next();
+        return sender_main(args);
+    }
+    let options = parse(args)?;
+    let root = workspace_root()?;
+    std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
+    init_gstreamer()?;
+    let load = |name: &str| {
+        Profile::from_file(&root.join(format!("pipelines/profiles/{name}.json")))
+            .map_err(|e| e.to_string())
+    };
+    let mut plan: Vec<(String, Profile, u64, Vec<System>)> = Vec::new();
+    for name in &options.profiles {
+        let profile = load(name)?;
+        let seconds = profile.duration().as_secs().max(1);
+        plan.push((name.clone(), profile, seconds, options.systems.clone()));
+    }
+    if options.grid {
+        for name in GRID {
+            plan.push((
+                name.into(),
+                load(name)?,
+                options.grid_seconds,
+                System::loss_grid(),
+            ));
+        }
+    }
+    let longest = plan.iter().map(|p| p.2).max().unwrap_or(30);
+    let reference_path = options.out.join("reference.bin");
+    let aus = match reference::load(&reference_path) {
+        Ok(aus) if aus.len() as u64 >= (longest + 5) * 24 => aus,
+        _ => {
+            eprintln!("encoding {} s of reference stream", longest + 5);
+            let aus = reference::encode(longest + 5)?;
+            reference::save(&aus, &reference_path).map_err(|e| e.to_string())?;
+            aus
+        }
+    };
+    let bytes: usize = aus.iter().map(|a| a.data.len()).sum();
+    eprintln!(
+        "reference: {} frames, {:.0} kbit/s",
+        aus.len(),
+        bytes as f64 * 8.0 / (aus.len() as f64 / 24.0) / 1000.0
+    );
+    let tls = certificate(&options.out)?;
+    let mut summaries = Vec::new();
+    let mut failures = Vec::new();
+    for repetition in 0..options.reps {
+        for (name, profile, seconds, systems) in &plan {
+            for system in systems {
+                eprintln!(
+                    "== {} on {name} ({seconds} s), repetition {repetition}",
+                    system.name()
+                );
+                let spec = RunSpec {
+                    system,
+                    profile,
+                    profile_name: name,
+                    seconds: *seconds,
+                    repetition,
+                    reference: &reference_path,
+                    aus: &aus,
+                    tls: &tls,
+                    out: &options.out,
+                };
+                match run::run(&spec) {
+                    Ok(summary) => {
+                        eprintln!(
+                            "   latency mean {:.0} ms p95 {:.0} ms, rendered {}/{}, stalls {}",
+                            summary.latency_mean_ms,
+                            summary.latency_p95_ms,
+                            summary.frames_rendered,
+                            summary.frames_captured,
+                            summary.stalls
+                        );
+                        summaries.push(summary);
+                    }
+                    Err(e) => {
+                        eprintln!("   FAILED: {e}");
+                        failures.push(e);
+                    }
+                }
+                let json = serde_json::to_string_pretty(&summaries).expect("summaries serialise");
+                std::fs::write(options.out.join("summary.json"), json)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let status = Command::new("/usr/bin/python3")
+        .arg(root.join("tools/bench/report.py"))
+        .arg(&options.out)
+        .status()
+        .map_err(|e| format!("report: {e}"))?;
+    if !status.success() {
+        return Err("report.py failed (needs /usr/bin/python3 with matplotlib)".into());
+    }
+    if !failures.is_empty() {
+        return Err(format!("{} run(s) failed: {failures:?}", failures.len()));
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = main_inner() {
+        eprintln!("moq-bench: {e}");
+        std::process::exit(1);
+    }
+}

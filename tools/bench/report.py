@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+"""Plots and BENCHMARKS.md from a moq-bench run directory.
+
+usage: report.py DIR [--reading FILE]
+
+Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md.
+A reading (the honest interpretation, written by a person) is taken from --reading FILE or
+DIR/reading.md when present and placed under "Reading".
+"""
+
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+KINDS = ["key", "reference", "non-reference"]
+
+
+def load_frames(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rows.append(
+                {
+                    "id": int(r["id"]),
+                    "kind": r["kind"],
+                    "size": int(r["size"]),
+                    "available": int(r["available_us"]) / 1e6,
+                    "arrived": int(r["arrived_us"]) / 1e6 if r["arrived_us"] else None,
+                    "rendered": int(r["rendered_us"]) / 1e6 if r["rendered_us"] else None,
+                }
+            )
+    return rows
+
+
+def runs(out):
+    """(system, profile, repetition) -> frame rows, for every per-frame CSV."""
+    found = {}
+    frames = os.path.join(out, "frames")
+    for name in sorted(os.listdir(frames)):
+        if not name.endswith(".csv") or name.endswith(".sender.csv"):
+            continue
+        system, profile, rep = name[:-4].split("__")
+        found[(system, profile, int(rep))] = load_frames(os.path.join(frames, name))
+    return found
+
+
+def plot_latency(profile, by_system, path):
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for system, rows in sorted(by_system.items()):
+        t0 = rows[0]["available"]
+        shown = [r for r in rows if r["rendered"] is not None]
+        line = ax.plot(
+            [r["available"] - t0 for r in shown],
+            [r["rendered"] - r["available"] for r in shown],
+            ".",
+            markersize=2,
+            label=system,
+        )[0]
+        keys = [r for r in shown if r["kind"] == "key"]
+        ax.plot(
+            [r["available"] - t0 for r in keys],
+            [r["rendered"] - r["available"] for r in keys],
+            "^",
+            markersize=4,
+            color=line.get_color(),
+        )
+    ax.set_xlabel("capture time (s)")
+    ax.set_ylabel("latency (s)")
+    ax.set_title(f"{profile}: latency per rendered frame (triangles: keyframes)")
+    ax.grid(alpha=0.3)
+    ax.legend(markerscale=4, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_bitrate(profile, by_system, path):
+    systems = sorted(by_system)
+    fig, axes = plt.subplots(len(systems), 1, figsize=(10, 1.8 * len(systems) + 0.8), sharex=True, squeeze=False)
+    for ax, system in zip(axes[:, 0], systems):
+        rows = by_system[system]
+        t0 = rows[0]["available"]
+        span = int(max(r["available"] for r in rows) - t0) + 6
+        per_kind = {k: [0.0] * span for k in KINDS}
+        for r in rows:
+            if r["arrived"] is not None:
+                second = int(r["arrived"] - t0)
+                if 0 <= second < span:
+                    per_kind[r["kind"]][second] += r["size"] * 8 / 1000
+        ax.stackplot(range(span), *[per_kind[k] for k in KINDS], labels=KINDS)
+        ax.set_ylabel("kbit/s")
+        ax.set_title(system, fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.suptitle(f"{profile}: received bitrate by frame kind")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def plot_ccdf(profile, by_system, path):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for system, rows in sorted(by_system.items()):
+        lat = sorted(r["rendered"] - r["available"] for r in rows if r["rendered"] is not None)
+        if not lat:
+            continue
+        n = len(lat)
+        ax.step(lat, [1 - i / n for i in range(n)], where="post", label=system)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency (s)")
+    ax.set_ylabel("P(latency > x)")
+    ax.set_title(f"{profile}: latency CCDF")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def command_output(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def table(summaries, profile, baseline="moq-baseline"):
+    rows = [s for s in summaries if s["profile"] == profile]
+    base = next((s for s in rows if s["system"] == baseline), None)
+    lines = [
+        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in rows:
+        ratio = s["latency_mean_ms"] / base["latency_mean_ms"] if base and base["latency_mean_ms"] else None
+        lines.append(
+            f"| {s['system']} | {fmt(s['latency_mean_ms'])} | {fmt(s['latency_p50_ms'])} | {fmt(s['latency_p95_ms'])} "
+            f"| {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} | {s['frames_rendered']} / {s['frames_captured']} "
+            f"| {fmt(s['otdr_1s'], 2)} | {s['stalls']} ({fmt(s['stall_total_s'], 1)}) | {s['frame_gaps']} "
+            f"| {fmt(s['capacity_efficiency'], 2)} | {fmt(s['jitter_ms'], 1)} | {fmt(s['ts_df_mean_ms'])}/{fmt(s['ts_df_max_ms'])} "
+            f"| {fmt(s['overhead'], 3)} | {fmt(s['cpu_us_per_frame_sender'])} / {fmt(s['cpu_us_per_frame_receiver'])} |"
+        )
+    if base and base.get("fluid_ratio") is not None:
+        lines.append("")
+        lines.append(f"Sanity check: measured baseline mean latency ÷ fluid-model mean = {base['fluid_ratio']:.2f}.")
+    return "\n".join(lines)
+
+
+def main():
+    out = sys.argv[1]
+    reading_file = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--reading" else os.path.join(out, "reading.md")
+    summaries = json.load(open(os.path.join(out, "summary.json")))
+    all_runs = runs(out)
+    plots = os.path.join(out, "plots")
+    os.makedirs(plots, exist_ok=True)
+    profiles = []
+    for (system, profile, rep) in all_runs:
+        if profile not in profiles:
+            profiles.append(profile)
+    for profile in profiles:
+        by_system = {s: rows for (s, p, rep), rows in all_runs.items() if p == profile and rep == 0 and rows}
+        plot_latency(profile, by_system, os.path.join(plots, f"latency_{profile}.png"))
+        plot_bitrate(profile, by_system, os.path.join(plots, f"bitrate_{profile}.png"))
+        plot_ccdf(profile, by_system, os.path.join(plots, f"ccdf_{profile}.png"))
+
+    queues = {}
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pipelines", "profiles")
+    for profile in profiles:
+        try:
+            p = json.load(open(os.path.join(root, f"{profile}.json")))
+            queues[profile] = p.get("queue_bytes")
+        except OSError:
+            queues[profile] = None
+
+    md = ["# Benchmarks", ""]
+    md.append("Generated by `moq-bench` (tools/bench) and `tools/bench/report.py`; rerun with `pipelines/bench.sh`.")
+    md.append("")
+    md.append("## Method")
+    md.append("")
+    md.append(
+        "One reference stream is encoded once (x264, ~600 kbit/s, 24 fps, 320x240, GoP 15, up to 3 B frames, "
+        "a noise patch over a moving ball so every frame differs) and played out live by a sender process, the "
+        "same for every system; each access unit carries its frame id in an SEI message. The sender's output "
+        "crosses `linkem` (userspace bottleneck: rate trace, delay, loss, drop-tail queue) to a receiver that "
+        "decodes with `avdec_h264` and renders on the clock (`fakesink sync=true`). Latency of a frame = render "
+        "wall time − the time the sender was handed it (one machine, one clock). Frames captured = frames sent "
+        "from the first frame the receiver rendered on. Stalls: no new picture for > 250 ms; frame gaps: "
+        "> 83 ms but ≤ 250 ms. OTDR: frames rendered within 1 s ÷ captured. Capacity efficiency: rendered media "
+        "bitrate ÷ min(stream bitrate, mean link rate). Jitter: RFC 3550 on arrival at the receiver's "
+        "depacketizer. TS-DF: EBU 3337 per 1 s window. Overhead: UDP payload bytes linkem forwarded (both "
+        "directions) ÷ media bytes sent. CPU: user+system time of the sender process and of the receiver "
+        "process (which also runs linkem) per captured frame."
+    )
+    md.append("")
+    md.append(
+        "Systems: `moq-baseline` (one stream per GoP, older first; receiver `skip-forward=false`), "
+        "`moq-deprioritize-b` (B frames on their own low-priority streams; `skip-forward=false`), "
+        "`moq-skip-gops` and `moq-combined` (`skip-forward=true`); moqsrc `latency=100`. "
+        "`srt-125ms` / `srt-500ms`: `mpegtsmux alignment=7 ! srtsink` → `srtsrc ! tsdemux` at that SRT latency. "
+        "`rtp-udp`: `rtph264pay` → `rtpjitterbuffer latency=100`. On the loss × RTT grid: baseline, "
+        "baseline with `delivery-timeout=500` (partial reliability) and SRT."
+    )
+    md.append("")
+    md.append("## Machine")
+    md.append("")
+    md.append(f"- {platform.platform()}, {os.cpu_count()} CPUs")
+    md.append(f"- {command_output(['gst-launch-1.0', '--version'])}")
+    md.append(f"- {command_output(['rustc', '--version'])}")
+    md.append("")
+    md.append("## Profiles and queue sizes")
+    md.append("")
+    md.append("| profile | queue (bytes) |")
+    md.append("|---|---|")
+    for profile in profiles:
+        md.append(f"| {profile} | {queues.get(profile) or '–'} |")
+    md.append("")
+    md.append("## Results")
+    md.append("")
+    reps = sorted({s["repetition"] for s in summaries})
+    md.append(f"Repetitions: {len(reps)}; tables show repetition 0.")
+    md.append("")
+    first = [s for s in summaries if s["repetition"] == 0]
+    for profile in profiles:
+        md.append(f"### {profile}")
+        md.append("")
+        md.append(table(first, profile))
+        md.append("")
+        if os.path.exists(os.path.join(plots, f"latency_{profile}.png")):
+            md.append(f"![latency {profile}](plots/latency_{profile}.png)")
+            md.append(f"![bitrate {profile}](plots/bitrate_{profile}.png)")
+            md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
+            md.append("")
+    md.append("## Reading")
+    md.append("")
+    if os.path.exists(reading_file):
+        md.append(open(reading_file).read().strip())
+    else:
+        md.append("_No reading written for this run yet._")
+    md.append("")
+    open(os.path.join(out, "BENCHMARKS.md"), "w").write("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+//! Metrics of one run from its per-frame rows (DESIGN.md §7). Pure: no clock, no I/O.
+
+use moq_media::metrics::{InterarrivalJitter, TsDf, quantile};
+use serde::Serialize;
+
+/// Stall: no new picture for longer than this.
+const STALL_US: i64 = 250_000;
+/// Frame gap: more than two frame intervals (24 fps) without a picture, but no stall.
+const GAP_US: i64 = 83_334;
+/// OTDR budget.
+const ON_TIME_US: i64 = 1_000_000;
+
+/// One frame of the reference stream, as the run saw it. Times in µs on one clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameRow {
+    pub id: u64,
+    pub kind: &'static str,
+    pub size: usize,
+    /// When the sender was handed the frame.
+    pub available_us: i64,
+    /// When it reached the receiver's depacketizer output, if it did.
+    pub arrived_us: Option<i64>,
+    /// When the sink rendered it, if it did.
+    pub rendered_us: Option<i64>,
+}
+
+/// Facts about a run that are not per frame.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    pub system: String,
+    pub profile: String,
+    pub repetition: u32,
+    /// Mean link rate over the run, kbit/s (0 = unlimited).
+    pub link_kbit: f64,
+    /// UDP payload bytes linkem forwarded, both directions.
+    pub wire_bytes: u64,
+    pub sender_cpu_s: f64,
+    pub receiver_cpu_s: f64,
+    /// Model latency (s) of each frame for an in-order stream, by frame, if computed.
+    pub fluid_latency_s: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub system: String,
+    pub profile: String,
+    pub repetition: u32,
+    pub frames_captured: u64,
+    pub frames_rendered: u64,
+    pub latency_mean_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p95_ms: f64,
+    pub latency_p99_ms: f64,
+    pub otdr_1s: f64,
+    pub stalls: u64,
+    pub stall_total_s: f64,
+    pub frame_gaps: u64,
+    pub capacity_efficiency: f64,
+    pub stream_kbit: f64,
+    pub jitter_ms: f64,
+    pub ts_df_mean_ms: f64,
+    pub ts_df_max_ms: f64,
+    pub overhead: f64,
+    pub cpu_us_per_frame_sender: f64,
+    pub cpu_us_per_frame_receiver: f64,
+    /// Mean measured latency ÷ mean fluid-model latency (in-order systems).
+    pub fluid_ratio: Option<f64>,
+}
+
+/// Frames captured: everything sent from the first frame the receiver rendered on
+/// (a receiver joins at a GoP boundary; what was sent before it could not be shown).
+pub fn captured(rows: &[FrameRow]) -> &[FrameRow] {
+    let first = rows
+        .iter()
+        .position(|r| r.rendered_us.is_some())
+        .unwrap_or(rows.len());
+    &rows[first..]
+}
+
+pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
+    let captured = captured(rows);
+    let mut latencies: Vec<i64> = captured
+        .iter()
+        .filter_map(|r| r.rendered_us.map(|t| t - r.available_us))
+        .collect();
+    let rendered = latencies.len() as u64;
+    let ms = |q: f64, v: &mut Vec<i64>| quantile(v, q).map_or(f64::NAN, |us| us as f64 / 1000.0);
+    let mean = latencies.iter().sum::<i64>() as f64 / latencies.len().max(1) as f64 / 1000.0;
+    let on_time = latencies.iter().filter(|l| **l <= ON_TIME_US).count();
+
+    let mut renders: Vec<i64> = captured.iter().filter_map(|r| r.rendered_us).collect();
+    renders.sort_unstable();
+    let (mut stalls, mut stall_total, mut gaps) = (0, 0i64, 0);
+    for pair in renders.windows(2) {
+        let gap = pair[1] - pair[0];
+        if gap > STALL_US {
+            stalls += 1;
+            stall_total += gap;
+        } else if gap > GAP_US {
+            gaps += 1;
+        }
+    }
+
+    let mut arrivals: Vec<&FrameRow> = captured.iter().filter(|r| r.arrived_us.is_some()).collect();
+    arrivals.sort_by_key(|r| r.arrived_us);
+    let mut jitter = InterarrivalJitter::default();
+    let mut ts_df = TsDf::new(1_000_000);
+    let mut windows = Vec::new();
+    for r in &arrivals {
+        let arrived = r.arrived_us.expect("filtered");
+        jitter.push(r.available_us, arrived);
+        windows.extend(ts_df.push(r.available_us, arrived));
+    }
+
+    let span_s = match (captured.first(), captured.last()) {
+        (Some(a), Some(b)) => ((b.available_us - a.available_us) as f64 / 1e6).max(1.0 / 24.0),
+        _ => 1.0,
+    };
+    let media_bytes: usize = captured.iter().map(|r| r.size).sum();
+    let rendered_bytes: usize = captured
+        .iter()
+        .filter(|r| r.rendered_us.is_some())
+        .map(|r| r.size)
+        .sum();
+    let stream_kbit = media_bytes as f64 * 8.0 / span_s / 1000.0;
+    let usable_kbit = if facts.link_kbit > 0.0 {
+        stream_kbit.min(facts.link_kbit)
+    } else {
+        stream_kbit
+    };
+    let frames = captured.len().max(1) as f64;
+    let fluid_ratio = (!facts.fluid_latency_s.is_empty() && !latencies.is_empty()).then(|| {
+        let model: f64 = captured
+            .iter()
+            .filter(|r| r.rendered_us.is_some())
+            .filter_map(|r| facts.fluid_latency_s.get(r.id as usize))
+            .sum::<f64>()
+            / rendered as f64;
+        mean / 1000.0 / model
+    });
+    Summary {
+        system: facts.system.clone(),
+        profile: facts.profile.clone(),
+        repetition: facts.repetition,
+        frames_captured: captured.len() as u64,
+        frames_rendered: rendered,
+        latency_mean_ms: mean,
+        latency_p50_ms: ms(0.5, &mut latencies),
+        latency_p95_ms: ms(0.95, &mut latencies),
+        latency_p99_ms: ms(0.99, &mut latencies),
+        otdr_1s: on_time as f64 / frames,
+        stalls,
+        stall_total_s: stall_total as f64 / 1e6,
+        frame_gaps: gaps,
+        capacity_efficiency: rendered_bytes as f64 * 8.0 / span_s / 1000.0 / usable_kbit.max(1e-9),
+        stream_kbit,
+        jitter_ms: jitter.value_us() / 1000.0,
+        ts_df_mean_ms: windows.iter().sum::<i64>() as f64 / windows.len().max(1) as f64 / 1000.0,
+        ts_df_max_ms: windows.iter().copied().max().unwrap_or(0) as f64 / 1000.0,
+        overhead: facts.wire_bytes as f64 / media_bytes.max(1) as f64,
+        cpu_us_per_frame_sender: facts.sender_cpu_s * 1e6 / frames,
+        cpu_us_per_frame_receiver: facts.receiver_cpu_s * 1e6 / frames,
+        fluid_ratio,
+    }
+}
+
+/// Fluid model (DESIGN.md §7): an in-order stream whose frame `i` of `sizes[i]` bytes is
+/// produced at `i / fps` s, drained by a link of rate `kbit_at(t)` (0 = unlimited). Returns
+/// each frame's model latency, s: when its last byte leaves the link minus when it was
+/// produced, held at its running maximum, because a player at 1× that never skips (the
+/// baseline) cannot shed latency once it has built up.
+pub fn fluid_model(sizes: &[usize], fps: f64, kbit_at: impl Fn(f64) -> f64) -> Vec<f64> {
+    const STEP: f64 = 0.001;
+    let mut latencies = Vec::with_capacity(sizes.len());
+    let (mut t, mut backlog_end) = (0.0f64, 0.0f64);
+    let mut drained = 0.0f64;
+    let mut produced = 0.0f64;
+    for (i, size) in sizes.iter().enumerate() {
+        let born = i as f64 / fps;
+        produced += *size as f64;
+        // Advance the link until everything produced so far has left it.
+        t = t.max(born).max(backlog_end);
+        while drained < produced {
+            let rate = kbit_at(t) * 1000.0 / 8.0;
+            if rate <= 0.0 {
+                drained = produced;
+                break;
+            }
+            drained += rate * STEP;
+            t += STEP;
+        }
+        backlog_end = t;
+        let held = latencies.last().copied().unwrap_or(0.0f64);
+        latencies.push((t - born).max(held));
+    }
+    latencies
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: u64, available_ms: i64, rendered_ms: Option<i64>) -> FrameRow {
+        FrameRow {
+            id,
+            kind: "reference",
+            size: 1000,
+            available_us: available_ms * 1000,
+            arrived_us: rendered_ms.map(|r| (r - 50) * 1000),
+            rendered_us: rendered_ms.map(|r| r * 1000),
+        }
+    }
+
+    #[test]
+    fn latency_stalls_gaps_and_otdr() {
+        // Frames every 42 ms; frame 5 missing (a gap), frames 10..=19 missing (a stall),
+        // the last frame 1.5 s late.
+        let mut rows: Vec<FrameRow> = (0..30)
+            .map(|i| {
+                let avail = i as i64 * 42;
+                let shown = !(i == 5 || (10..20).contains(&i));
+                row(i, avail, shown.then_some(avail + 200))
+            })
+            .collect();
+        rows[29].rendered_us = Some((29 * 42 + 1500) * 1000);
+        let s = summarize(&rows, &RunFacts::default());
+        assert_eq!(s.frames_captured, 30);
+        assert_eq!(s.frames_rendered, 19);
+        assert_eq!(s.latency_p50_ms, 200.0);
+        assert_eq!(s.latency_p99_ms, 1500.0);
+        assert!((s.otdr_1s - 18.0 / 30.0).abs() < 1e-9);
+        assert_eq!(s.frame_gaps, 1);
+        assert_eq!(s.stalls, 2, "the hole and the late last frame");
+        assert!((s.latency_mean_ms - (18.0 * 200.0 + 1500.0) / 19.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn frames_before_the_first_render_are_not_captured() {
+        let rows = vec![
+            row(0, 0, None),
+            row(1, 40, None),
+            row(2, 80, Some(300)),
+            row(3, 120, None),
+        ];
+        let s = summarize(&rows, &RunFacts::default());
+        assert_eq!((s.frames_captured, s.frames_rendered), (2, 1));
+    }
+
+    #[test]
+    fn fluid_model_grows_at_one_minus_c_over_r() {
+        // 600 kbit/s stream (3125 B per frame at 24 fps) into 400 kbit/s.
+        let sizes = vec![3125; 24 * 20];
+        let model = fluid_model(&sizes, 24.0, |_| 400.0);
+        // Per capture time the latency grows at R/C - 1 (1 - C/R per render time).
+        let slope = (model[24 * 19] - model[24 * 9]) / 10.0;
+        assert!((slope - (600.0 / 400.0 - 1.0)).abs() < 0.01, "{slope}");
+        // Unlimited: no latency.
+        assert!(fluid_model(&sizes, 24.0, |_| 0.0).iter().all(|l| *l == 0.0));
+        // Faster than the stream: one frame's serialisation time.
+        let fast = fluid_model(&sizes, 24.0, |_| 1000.0);
+        assert!(
+            (fast[100] - 3125.0 * 8.0 / 1e6).abs() < 0.002,
+            "{}",
+            fast[100]
+        );
+        // A dip raises the latency, and a 1x player keeps it after the link recovers.
+        let dip = fluid_model(&sizes, 24.0, |t| {
+            if (5.0..10.0).contains(&t) {
+                300.0
+            } else {
+                1000.0
+            }
+        });
+        assert!(dip[24 * 10] > 2.0, "{}", dip[24 * 10]);
+        assert!((dip[24 * 19] - dip[24 * 11]).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,208 @@
+//! The reference stream: encoded once, stored as access units, played out live by every
+//! system. Each AU carries its frame id in an SEI message so a receiver can identify it
+//! whatever the transport (MoQ, MPEG-TS over SRT, RTP).
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use gst::prelude::*;
+use h264::{FrameKind, StreamFormat};
+
+/// Marks our SEI (user data unregistered). No zero byte, so no emulation prevention.
+const UUID: [u8; 16] = *b"moq-bench-frame!";
+
+/// One access unit of the reference stream, in decode order.
+#[derive(Debug, Clone)]
+pub struct Au {
+    pub pts_ns: u64,
+    pub dts_ns: u64,
+    pub kind: FrameKind,
+    pub data: Vec<u8>,
+}
+
+/// Encodes `seconds` of the reference content (a noise patch over a moving ball, so x264
+/// reaches its target rate) at ~600 kbit/s, 24 fps, GoP 15, up to 3 B frames.
+pub fn encode(seconds: u64) -> Result<Vec<Au>, String> {
+    let frames = seconds * 24;
+    let description = format!(
+        "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
+         ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
+         ! x264enc bitrate=600 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
+         ! h264parse ! video/x-h264,stream-format=byte-stream,alignment=au ! appsink name=out sync=false \
+         videotestsrc num-buffers={frames} pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
+         videotestsrc num-buffers={frames} pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1"
+    );
+    let pipeline = gst::parse::launch(&description)
+        .map_err(|e| format!("reference encoder: {e}"))?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| "not a pipeline")?;
+    let sink = pipeline
+        .by_name("out")
+        .and_downcast::<gst_app::AppSink>()
+        .ok_or("no appsink")?;
+    pipeline
+        .set_state(gst::State::Playing)
+        .map_err(|e| format!("reference encoder: {e}"))?;
+    let mut aus = Vec::new();
+    while let Ok(sample) = sink.pull_sample() {
+        let buffer = sample.buffer().ok_or("sample without buffer")?;
+        let map = buffer.map_readable().map_err(|e| e.to_string())?;
+        let kind = h264::classify(&map, StreamFormat::ByteStream)
+            .map_err(|e| format!("reference AU {}: {e}", aus.len()))?
+            .kind;
+        let pts_ns = buffer.pts().map_or(0, |t| t.nseconds());
+        aus.push(Au {
+            pts_ns,
+            dts_ns: buffer.dts().map_or(pts_ns, |t| t.nseconds()),
+            kind,
+            data: map.to_vec(),
+        });
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    if aus.len() as u64 != frames {
+        return Err(format!(
+            "reference encoder gave {} of {frames} frames",
+            aus.len()
+        ));
+    }
+    Ok(aus)
+}
+
+fn kind_code(kind: FrameKind) -> u8 {
+    match kind {
+        FrameKind::Key => 0,
+        FrameKind::Reference => 1,
+        FrameKind::NonReference => 2,
+    }
+}
+
+pub fn kind_name(kind: FrameKind) -> &'static str {
+    match kind {
+        FrameKind::Key => "key",
+        FrameKind::Reference => "reference",
+        FrameKind::NonReference => "non-reference",
+    }
+}
+
+/// Writes AUs as `[pts u64][dts u64][kind u8][len u32][bytes]`, little endian.
+pub fn save(aus: &[Au], path: &Path) -> io::Result<()> {
+    let mut out = io::BufWriter::new(std::fs::File::create(path)?);
+    for au in aus {
+        out.write_all(&au.pts_ns.to_le_bytes())?;
+        out.write_all(&au.dts_ns.to_le_bytes())?;
+        out.write_all(&[kind_code(au.kind)])?;
+        out.write_all(&(au.data.len() as u32).to_le_bytes())?;
+        out.write_all(&au.data)?;
+    }
+    out.flush()
+}
+
+pub fn load(path: &Path) -> io::Result<Vec<Au>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is truncated", path.display()),
+        )
+    };
+    let mut aus = Vec::new();
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let take = |rest: &mut &[u8], n: usize| -> io::Result<Vec<u8>> {
+            let (head, tail) = rest.split_at_checked(n).ok_or_else(bad)?;
+            *rest = tail;
+            Ok(head.to_vec())
+        };
+        let pts_ns = u64::from_le_bytes(take(&mut rest, 8)?.try_into().expect("8 bytes"));
+        let dts_ns = u64::from_le_bytes(take(&mut rest, 8)?.try_into().expect("8 bytes"));
+        let kind = match take(&mut rest, 1)?[0] {
+            0 => FrameKind::Key,
+            1 => FrameKind::Reference,
+            _ => FrameKind::NonReference,
+        };
+        let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes")) as usize;
+        let data = take(&mut rest, len)?;
+        aus.push(Au {
+            pts_ns,
+            dts_ns,
+            kind,
+            data,
+        });
+    }
+    Ok(aus)
+}
+
+/// The AU with an SEI carrying `id` inserted before its first slice.
+pub fn tag(au: &[u8], id: u64) -> Vec<u8> {
+    let first_slice = h264::nal_units(au, StreamFormat::ByteStream)
+        .filter_map(Result::ok)
+        .find(|n| matches!(n.nal_type, 1 | 5))
+        .map(|n| n.data.as_ptr() as usize - au.as_ptr() as usize);
+    // Back up over the start code (00 00 01, or 00 00 00 01).
+    let at = first_slice.map_or(0, |o| {
+        let o = o - 3;
+        if o > 0 && au[o - 1] == 0 { o - 1 } else { o }
+    });
+    let mut out = Vec::with_capacity(au.len() + 40);
+    out.extend_from_slice(&au[..at]);
+    out.extend_from_slice(&[0, 0, 0, 1, 0x06, 0x05, 32]);
+    out.extend_from_slice(&UUID);
+    out.extend_from_slice(format!("{id:016x}").as_bytes());
+    out.push(0x80);
+    out.extend_from_slice(&au[at..]);
+    out
+}
+
+/// The frame id an AU was tagged with, if any.
+pub fn read_tag(au: &[u8]) -> Option<u64> {
+    let at = au.windows(UUID.len()).position(|w| w == UUID)? + UUID.len();
+    let hex = std::str::from_utf8(au.get(at..at + 16)?).ok()?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_survive_and_keep_the_au_parseable() {
+        // SPS-less IDR slice behind a 4-byte start code, then a 3-byte start code slice.
+        let au = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0, 0, 1, 0x41, 0x9a];
+        let tagged = tag(&au, 0x1234_5678_9abc);
+        assert_eq!(read_tag(&tagged), Some(0x1234_5678_9abc));
+        let kinds: Vec<u8> = h264::nal_units(&tagged, StreamFormat::ByteStream)
+            .map(|n| n.unwrap().nal_type)
+            .collect();
+        assert_eq!(kinds, [6, 5, 1], "SEI first, slices intact");
+        assert_eq!(read_tag(&au), None);
+    }
+
+    #[test]
+    fn aus_round_trip_through_the_file() {
+        let aus = vec![
+            Au {
+                pts_ns: 5,
+                dts_ns: 1,
+                kind: FrameKind::Key,
+                data: vec![0, 0, 1, 0x65],
+            },
+            Au {
+                pts_ns: 9,
+                dts_ns: 2,
+                kind: FrameKind::NonReference,
+                data: vec![0, 0, 1, 0x01, 7],
+            },
+        ];
+        let path = std::env::temp_dir().join(format!("moq-bench-ref-{}.bin", std::process::id()));
+        save(&aus, &path).unwrap();
+        let back = load(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(
+            (back[1].pts_ns, back[1].dts_ns, back[1].kind),
+            (9, 2, FrameKind::NonReference)
+        );
+        assert_eq!(back[1].data, aus[1].data);
+    }
+}

@@ -1,0 +1,380 @@
+//! One run: a system playing the reference stream through linkem with one profile.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gst::prelude::*;
+use linkem::{Link, LinkConfig, Profile};
+
+use crate::metrics::{FrameRow, RunFacts, Summary, fluid_model, summarize};
+use crate::reference::{self, Au};
+use crate::systems::{Direction, Endpoints, System};
+
+/// Time after the sender stops for the last frames to be rendered.
+const TAIL: Duration = Duration::from_secs(3);
+/// Time the sender gets to start listening before the receiver connects.
+const SENDER_START: Duration = Duration::from_secs(1);
+
+pub fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+fn free_port() -> Result<u16, String> {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
+}
+
+/// CPU time (user + system) of this process or of its waited-for children, s.
+fn cpu_seconds(who: i32) -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
+    unsafe { libc::getrusage(who, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Everything one run needs.
+pub struct RunSpec<'a> {
+    pub system: &'a System,
+    pub profile: &'a Profile,
+    pub profile_name: &'a str,
+    pub seconds: u64,
+    pub repetition: u32,
+    pub reference: &'a Path,
+    pub aus: &'a [Au],
+    pub tls: &'a (String, String, String),
+    pub out: &'a Path,
+}
+
+fn run_name(spec: &RunSpec) -> String {
+    format!(
+        "{}__{}__{}",
+        spec.system.name(),
+        spec.profile_name,
+        spec.repetition
+    )
+}
+
+/// The per-frame records of the receiver, by frame id.
+#[derive(Default)]
+struct Seen {
+    arrived: HashMap<u64, i64>,
+    by_pts: HashMap<u64, u64>,
+    rendered: HashMap<u64, i64>,
+}
+
+fn receiver_pipeline(
+    system: &System,
+    at: &Endpoints,
+    seen: &Arc<Mutex<Seen>>,
+) -> Result<gst::Pipeline, String> {
+    let description = format!(
+        "{} ! h264parse ! video/x-h264,stream-format=byte-stream,alignment=au ! identity name=probe \
+         ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
+        system.receiver(at)
+    );
+    let pipeline = gst::parse::launch(&description)
+        .map_err(|e| format!("receiver pipeline {description:?}: {e}"))?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| "not a pipeline")?;
+    let probe_seen = seen.clone();
+    pipeline
+        .by_name("probe")
+        .and_then(|p| p.static_pad("src"))
+        .ok_or("no probe pad")?
+        .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(buffer) = info.buffer()
+                && let Ok(map) = buffer.map_readable()
+                && let Some(id) = reference::read_tag(&map)
+            {
+                let mut seen = probe_seen.lock().unwrap();
+                seen.arrived.entry(id).or_insert_with(unix_us);
+                if let Some(pts) = buffer.pts() {
+                    seen.by_pts.insert(pts.nseconds(), id);
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
+    let render_seen = seen.clone();
+    pipeline
+        .by_name("sink")
+        .ok_or("no sink")?
+        .connect("handoff", false, move |values| {
+            let buffer = values[1].get::<gst::Buffer>().expect("handoff buffer");
+            let now = unix_us();
+            let mut seen = render_seen.lock().unwrap();
+            if let Some(id) = buffer
+                .pts()
+                .and_then(|p| seen.by_pts.get(&p.nseconds()).copied())
+            {
+                seen.rendered.entry(id).or_insert(now);
+            }
+            None
+        });
+    Ok(pipeline)
+}
+
+fn spawn_sender(spec: &RunSpec, addr: SocketAddr, avail: &Path) -> Result<Child, String> {
+    Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+        .arg("sender")
+        .args(["--system", &spec.system.name()])
+        .args(["--addr", &addr.to_string()])
+        .arg("--reference")
+        .arg(spec.reference)
+        .args(["--seconds", &spec.seconds.to_string()])
+        .args(["--cert", &spec.tls.0, "--key", &spec.tls.1])
+        .arg("--out")
+        .arg(avail)
+        .spawn()
+        .map_err(|e| format!("cannot start the sender: {e}"))
+}
+
+/// Plays one run and returns its summary; writes the per-frame CSV and the link log.
+pub fn run(spec: &RunSpec) -> Result<Summary, String> {
+    let name = run_name(spec);
+    let frames_dir = spec.out.join("frames");
+    let links_dir = spec.out.join("links");
+    std::fs::create_dir_all(&frames_dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&links_dir).map_err(|e| e.to_string())?;
+    let avail_path = frames_dir.join(format!("{name}.sender.csv"));
+
+    let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let (shaped, reverse) = (Some(spec.profile.clone()), spec.profile.reverse().cloned());
+    let direction = spec.system.direction();
+    let endpoint = local(free_port()?);
+    let link = Link::start(LinkConfig {
+        listen: local(0),
+        forward: endpoint,
+        downstream: if direction == Direction::SenderServes {
+            shaped.clone()
+        } else {
+            reverse.clone()
+        },
+        upstream: if direction == Direction::SenderServes {
+            reverse
+        } else {
+            shaped
+        },
+        seed: u64::from(spec.repetition) + 1,
+        log: Some(links_dir.join(format!("{name}.csv"))),
+    })
+    .map_err(|e| format!("linkem: {e}"))?;
+    let at = match direction {
+        Direction::SenderServes => Endpoints {
+            sender: endpoint,
+            receiver: link.local_addr(),
+            fingerprint: spec.tls.2.clone(),
+        },
+        Direction::SenderPushes => Endpoints {
+            sender: link.local_addr(),
+            receiver: endpoint,
+            fingerprint: spec.tls.2.clone(),
+        },
+    };
+
+    let children_cpu = cpu_seconds(libc::RUSAGE_CHILDREN);
+    let own_cpu = cpu_seconds(libc::RUSAGE_SELF);
+    let mut sender = spawn_sender(spec, at.sender, &avail_path)?;
+    std::thread::sleep(SENDER_START);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let receiver = receiver_pipeline(spec.system, &at, &seen)?;
+    receiver
+        .set_state(gst::State::Playing)
+        .map_err(|e| format!("receiver: {e}"))?;
+    let bus = receiver.bus().expect("bus");
+    let deadline = Instant::now() + Duration::from_secs(spec.seconds) + Duration::from_secs(30);
+    let mut errors = Vec::new();
+    let sender_status = loop {
+        if let Some(status) = sender.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = sender.kill();
+            return Err(format!("{name}: the sender did not finish"));
+        }
+        while let Some(msg) = bus.pop() {
+            if let gst::MessageView::Error(e) = msg.view() {
+                errors.push(format!("{} ({:?})", e.error(), e.debug()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(TAIL);
+    let _ = receiver.set_state(gst::State::Null);
+    let receiver_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu;
+    let sender_cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - children_cpu;
+    let totals = link.stop();
+    if !sender_status.success() {
+        return Err(format!("{name}: the sender failed ({sender_status})"));
+    }
+    if !errors.is_empty() {
+        eprintln!("{name}: receiver errors: {errors:?}");
+    }
+
+    let seen = seen.lock().unwrap();
+    let rows = read_sender_rows(&avail_path, spec.aus)?
+        .into_iter()
+        .map(|mut row| {
+            row.arrived_us = seen.arrived.get(&row.id).copied();
+            row.rendered_us = seen.rendered.get(&row.id).copied();
+            row
+        })
+        .collect::<Vec<_>>();
+    write_rows(&frames_dir.join(format!("{name}.csv")), &rows)?;
+
+    let sizes: Vec<usize> = rows.iter().map(|r| r.size).collect();
+    let profile = spec.profile;
+    let limited = (0..spec.seconds).all(|s| profile.rate_kbit_at(Duration::from_secs(s)) > 0);
+    let link_kbit = if limited {
+        (0..spec.seconds * 10)
+            .map(|d| profile.rate_kbit_at(Duration::from_millis(d * 100)) as f64)
+            .sum::<f64>()
+            / (spec.seconds * 10) as f64
+    } else {
+        0.0
+    };
+    let fluid = if limited {
+        fluid_model(&sizes, 24.0, |t| {
+            profile.rate_kbit_at(Duration::from_secs_f64(t)) as f64
+        })
+    } else {
+        Vec::new()
+    };
+    let facts = RunFacts {
+        system: spec.system.name(),
+        profile: spec.profile_name.to_owned(),
+        repetition: spec.repetition,
+        link_kbit,
+        wire_bytes: totals.downstream.bytes_out + totals.upstream.bytes_out,
+        sender_cpu_s: sender_cpu,
+        receiver_cpu_s: receiver_cpu,
+        fluid_latency_s: fluid,
+    };
+    Ok(summarize(&rows, &facts))
+}
+
+fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::io::BufReader::new(file)
+        .lines()
+        .map(|line| {
+            let line = line.map_err(|e| e.to_string())?;
+            let (id, at) = line.split_once(',').ok_or("bad sender row")?;
+            let id: u64 = id.parse().map_err(|_| "bad id")?;
+            let au = aus.get(id as usize).ok_or("id beyond the reference")?;
+            Ok(FrameRow {
+                id,
+                kind: reference::kind_name(au.kind),
+                size: au.data.len(),
+                available_us: at.parse().map_err(|_| "bad time")?,
+                arrived_us: None,
+                rendered_us: None,
+            })
+        })
+        .collect()
+}
+
+fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+    let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    writeln!(out, "id,kind,size,available_us,arrived_us,rendered_us").map_err(|e| e.to_string())?;
+    for r in rows {
+        writeln!(
+            out,
+            "{},{},{},{},{},{}",
+            r.id,
+            r.kind,
+            r.size,
+            r.available_us,
+            opt(r.arrived_us),
+            opt(r.rendered_us)
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
+}
+
+/// The sender process: plays the reference out live into the system's sender pipeline and
+/// writes `id,available_us` for every frame it hands over.
+pub fn sender(
+    system: &System,
+    addr: SocketAddr,
+    reference: &Path,
+    seconds: u64,
+    cert: &str,
+    key: &str,
+    out: &Path,
+) -> Result<(), String> {
+    let aus = reference::load(reference).map_err(|e| e.to_string())?;
+    let at = Endpoints {
+        sender: addr,
+        receiver: addr,
+        fingerprint: String::new(),
+    };
+    let description = format!(
+        "appsrc name=src is-live=true format=time do-timestamp=false \
+         caps=video/x-h264,stream-format=byte-stream,alignment=au,width=320,height=240,framerate=24/1 ! {}",
+        system.sender(&at, cert, key)
+    );
+    let pipeline = gst::parse::launch(&description)
+        .map_err(|e| format!("sender pipeline {description:?}: {e}"))?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| "not a pipeline")?;
+    let src = pipeline
+        .by_name("src")
+        .and_downcast::<gst_app::AppSrc>()
+        .ok_or("no appsrc")?;
+    pipeline
+        .set_state(gst::State::Playing)
+        .map_err(|e| format!("sender: {e}"))?;
+    let mut log = std::io::BufWriter::new(std::fs::File::create(out).map_err(|e| e.to_string())?);
+    let base = aus
+        .iter()
+        .map(|a| a.dts_ns.min(a.pts_ns))
+        .min()
+        .unwrap_or(0);
+    let start = Instant::now();
+    let running0 = pipeline
+        .current_running_time()
+        .unwrap_or(gst::ClockTime::ZERO);
+    for (id, au) in aus.iter().enumerate() {
+        let due = Duration::from_nanos(au.dts_ns - base);
+        if due >= Duration::from_secs(seconds) {
+            break;
+        }
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let mut buffer = gst::Buffer::from_mut_slice(reference::tag(&au.data, id as u64));
+        {
+            let b = buffer.get_mut().expect("writable");
+            b.set_dts(running0 + gst::ClockTime::from_nseconds(au.dts_ns - base));
+            b.set_pts(running0 + gst::ClockTime::from_nseconds(au.pts_ns - base));
+            b.set_duration(gst::ClockTime::from_nseconds(1_000_000_000 / 24));
+            if au.kind != h264::FrameKind::Key {
+                b.set_flags(gst::BufferFlags::DELTA_UNIT);
+            }
+        }
+        writeln!(log, "{id},{}", unix_us()).map_err(|e| e.to_string())?;
+        src.push_buffer(buffer)
+            .map_err(|e| format!("sender push: {e:?}"))?;
+    }
+    log.flush().map_err(|e| e.to_string())?;
+    let _ = src.end_of_stream();
+    let bus = pipeline.bus().expect("bus");
+    let _ = bus.timed_pop_filtered(
+        gst::ClockTime::from_seconds(5),
+        &[gst::MessageType::Eos, gst::MessageType::Error],
+    );
+    let _ = pipeline.set_state(gst::State::Null);
+    Ok(())
+}

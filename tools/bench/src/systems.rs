@@ -1,0 +1,181 @@
+//! The systems compared: our four delivery modes (with the receiver settings that go with
+//! each), SRT at two latencies, and RTP over UDP with a jitter buffer.
+
+use std::net::SocketAddr;
+
+/// Receiver buffering, ms, for every system that has one to set (moqsrc `latency`,
+/// rtpjitterbuffer `latency`).
+pub const RECEIVER_LATENCY_MS: u32 = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum System {
+    Moq {
+        delivery: &'static str,
+        skip_forward: bool,
+        delivery_timeout_ms: u32,
+    },
+    Srt {
+        latency_ms: u32,
+    },
+    Rtp,
+}
+
+/// How a system's media crosses the link emulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// The sender listens behind linkem's forward side; media flows downstream.
+    SenderServes,
+    /// The sender pushes into linkem's listen side; media flows upstream.
+    SenderPushes,
+}
+
+/// What the receiver needs to reach the sender.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// Where the sender listens (or, when it pushes, where it sends).
+    pub sender: SocketAddr,
+    /// Where the receiver connects (or, when the sender pushes, listens).
+    pub receiver: SocketAddr,
+    pub fingerprint: String,
+}
+
+impl System {
+    pub fn moq(delivery: &'static str) -> System {
+        System::Moq {
+            delivery,
+            skip_forward: matches!(delivery, "skip-gops" | "combined"),
+            delivery_timeout_ms: 0,
+        }
+    }
+
+    /// Our four modes, with the receiver the thesis paired them with.
+    pub fn ours() -> Vec<System> {
+        ["baseline", "deprioritize-b", "skip-gops", "combined"]
+            .into_iter()
+            .map(System::moq)
+            .collect()
+    }
+
+    /// Everything compared on the congested profiles.
+    pub fn all() -> Vec<System> {
+        let mut all = System::ours();
+        all.push(System::Srt { latency_ms: 125 });
+        all.push(System::Srt { latency_ms: 500 });
+        all.push(System::Rtp);
+        all
+    }
+
+    /// Compared on the loss × RTT grid (partial reliability).
+    pub fn loss_grid() -> Vec<System> {
+        vec![
+            System::moq("baseline"),
+            System::Moq {
+                delivery: "baseline",
+                skip_forward: true,
+                delivery_timeout_ms: 500,
+            },
+            System::Srt { latency_ms: 125 },
+            System::Srt { latency_ms: 500 },
+        ]
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            System::Moq {
+                delivery,
+                delivery_timeout_ms: 0,
+                ..
+            } => format!("moq-{delivery}"),
+            System::Moq {
+                delivery,
+                delivery_timeout_ms,
+                ..
+            } => format!("moq-{delivery}-timeout{delivery_timeout_ms}"),
+            System::Srt { latency_ms } => format!("srt-{latency_ms}ms"),
+            System::Rtp => "rtp-udp".into(),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<System> {
+        System::all()
+            .into_iter()
+            .chain(System::loss_grid())
+            .find(|s| s.name() == name)
+    }
+
+    pub fn direction(&self) -> Direction {
+        match self {
+            System::Rtp => Direction::SenderPushes,
+            _ => Direction::SenderServes,
+        }
+    }
+
+    /// The sender's pipeline after `appsrc name=src` (H.264 byte-stream AUs, live).
+    /// `cert`/`key` are PEM files for moqsink.
+    pub fn sender(&self, at: &Endpoints, cert: &str, key: &str) -> String {
+        match self {
+            System::Moq {
+                delivery,
+                delivery_timeout_ms,
+                ..
+            } => format!(
+                "h264parse ! moqsink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
+                 tls-cert-file={cert} tls-key-file={key} sync=false",
+                at.sender
+            ),
+            System::Srt { latency_ms } => format!(
+                "h264parse config-interval=-1 ! mpegtsmux alignment=7 \
+                 ! srtsink uri=srt://{}?mode=listener latency={latency_ms} wait-for-connection=false sync=false",
+                at.sender
+            ),
+            System::Rtp => format!(
+                "h264parse config-interval=-1 ! rtph264pay config-interval=-1 pt=96 mtu=1200 \
+                 ! udpsink host={} port={} sync=false",
+                at.sender.ip(),
+                at.sender.port()
+            ),
+        }
+    }
+
+    /// The receiver's pipeline up to H.264 AUs in byte-stream (the caller appends the
+    /// probe point, decoder and sink). tsdemux would add 700 ms of its own by default;
+    /// SRT's latency already covers retransmission, so it gets none.
+    pub fn receiver(&self, at: &Endpoints) -> String {
+        match self {
+            System::Moq { skip_forward, .. } => format!(
+                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} timeout=20",
+                at.receiver, at.fingerprint
+            ),
+            System::Srt { latency_ms } => format!(
+                "srtsrc uri=srt://{}?mode=caller latency={latency_ms} ! tsdemux latency=0",
+                at.receiver
+            ),
+            System::Rtp => format!(
+                "udpsrc address={} port={} caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96\" \
+                 ! rtpjitterbuffer latency={RECEIVER_LATENCY_MS} ! rtph264depay",
+                at.receiver.ip(),
+                at.receiver.port()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let all: Vec<_> = System::all()
+            .into_iter()
+            .chain(System::loss_grid())
+            .collect();
+        for s in &all {
+            assert_eq!(System::from_name(&s.name()).as_ref(), Some(s));
+        }
+        let mut names: Vec<_> = all.iter().map(System::name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8);
+    }
+}

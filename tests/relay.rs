@@ -285,6 +285,41 @@ fn survive_relay_restart(down: Duration) {
 }
 
 #[test]
+fn a_publisher_restart_behind_the_relay_is_resumed() {
+    let relay = Relay::start();
+    let first = relay.publisher("");
+    let receiver = relay.subscriber("timeout=30");
+    receiver.wait_frames(24, WAIT).expect("plays");
+    drop(first);
+    std::thread::sleep(Duration::from_secs(2));
+    let before = receiver.frames().len();
+    let _second = relay.publisher("");
+    let back = Instant::now();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays the new publisher");
+    eprintln!(
+        "publisher restart: playing again {:?} after it came back",
+        back.elapsed()
+    );
+    let frames = receiver.frames();
+    assert!(
+        frames[before].key && frames[before].discont,
+        "resumes at a keyframe, DISCONT"
+    );
+    let bus = receiver.pipeline.bus().unwrap();
+    while let Some(msg) = bus.pop() {
+        assert!(
+            !matches!(
+                msg.view(),
+                gst::MessageView::Error(_) | gst::MessageView::Eos(_)
+            ),
+            "{msg:?}"
+        );
+    }
+}
+
+#[test]
 fn survives_a_5_second_relay_outage() {
     survive_relay_restart(Duration::from_secs(5));
 }

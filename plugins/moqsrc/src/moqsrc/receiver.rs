@@ -11,6 +11,7 @@ use moq_session::{
     FilterType, Location, MoqUrl, Session, SessionError, SubscribeOptions, Subscription,
     TrackEvent, TrackNamespace,
 };
+use moq_wire::draft14::publish_done_code;
 use tokio::sync::mpsc;
 
 /// Delay between connection attempts.
@@ -209,9 +210,18 @@ async fn receive_session(
     loop {
         tokio::select! {
             event = base.next() => match event {
-                Some(TrackEvent::Ended { .. }) => {
+                // Only the publisher ending its track is the end of the stream; a relay
+                // ends subscriptions with other codes when the publisher goes away, and
+                // then we subscribe again.
+                Some(TrackEvent::Ended { status, .. }) if status == publish_done_code::TRACK_ENDED => {
                     let _ = tx.send(Item::Eos);
                     return Ok(());
+                }
+                Some(TrackEvent::Ended { status, reason }) => {
+                    return Err(format!(
+                        "{}: the track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
+                        config.url
+                    ));
                 }
                 Some(event) => forward(event, TrackRole::Base, tx),
                 None => return Err(lost(session, config)),

@@ -1,19 +1,22 @@
 #!/usr/bin/python3
 """Plots and BENCHMARKS.md from a moq-bench run directory.
 
-usage: report.py DIR [--reading FILE]
+usage: report.py DIR [--reading FILE] [--publish REPO]
 
 Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md.
 A reading (the honest interpretation, written by a person) is taken from --reading FILE or
-DIR/reading.md when present and placed under "Reading".
+DIR/reading.md when present and placed under "Reading". --publish REPO also writes the
+report as REPO/BENCHMARKS.md with its plots and summary.json under REPO/benchmarks/.
 """
+
+import argparse
+import shutil
 
 import csv
 import json
 import os
 import platform
 import subprocess
-import sys
 from collections import defaultdict
 
 import matplotlib
@@ -164,8 +167,13 @@ def table(summaries, profile, baseline="moq-baseline"):
 
 
 def main():
-    out = sys.argv[1]
-    reading_file = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--reading" else os.path.join(out, "reading.md")
+    parser = argparse.ArgumentParser(description="Plots and BENCHMARKS.md from a moq-bench run.")
+    parser.add_argument("out", help="the moq-bench --out directory")
+    parser.add_argument("--reading", help="the reading to include (default: DIR/reading.md)")
+    parser.add_argument("--publish", metavar="REPO", help="also write REPO/BENCHMARKS.md and REPO/benchmarks/")
+    args = parser.parse_args()
+    out = args.out
+    reading_file = args.reading or os.path.join(out, "reading.md")
     summaries = json.load(open(os.path.join(out, "summary.json")))
     all_runs = runs(out)
     plots = os.path.join(out, "plots")
@@ -254,7 +262,20 @@ def main():
     else:
         md.append("_No reading written for this run yet._")
     md.append("")
-    open(os.path.join(out, "BENCHMARKS.md"), "w").write("\n".join(md))
+    report = "\n".join(md)
+    open(os.path.join(out, "BENCHMARKS.md"), "w").write(report)
+    if args.publish:
+        publish(out, plots, report, args.publish)
+
+
+def publish(out, plots, report, repo):
+    """Copies the report into the repository, plot links pointing at benchmarks/plots/."""
+    dest = os.path.join(repo, "benchmarks")
+    shutil.rmtree(os.path.join(dest, "plots"), ignore_errors=True)
+    shutil.copytree(plots, os.path.join(dest, "plots"))
+    shutil.copy(os.path.join(out, "summary.json"), os.path.join(dest, "summary.json"))
+    report = report.replace("](plots/", "](benchmarks/plots/")
+    open(os.path.join(repo, "BENCHMARKS.md"), "w").write(report)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def runs(out):
     found = {}
     frames = os.path.join(out, "frames")
     for name in sorted(os.listdir(frames)):
-        if not name.endswith(".csv") or name.endswith(".sender.csv"):
+        if not name.endswith(".csv") or name.endswith((".sender.csv", ".receiver.csv")):
             continue
         system, profile, rep = name[:-4].split("__")
         found[(system, profile, int(rep))] = load_frames(os.path.join(frames, name))
@@ -226,6 +226,21 @@ def main():
         "baseline with `delivery-timeout=500` (partial reliability) and SRT."
     )
     md.append("")
+    if any(s["system"] == "moq-gst" for s in summaries):
+        md.append(
+            "`moq-gst`: moq-dev's GStreamer plugin (moq-gst 0.4.20, moq-lite) publishing to moq-relay next to the "
+            "sender; its `moqsrc` plays from the relay across the link (`moqsrc ! h264parse ! avdec_h264`, "
+            "no receiver buffer to set). Its sender CPU includes moq-relay's."
+        )
+        md.append("")
+    unavailable = os.path.join(out, "moq-gst-unavailable.txt")
+    if os.path.exists(unavailable):
+        md.append("moq-gst was not compared: it did not build on this machine. The end of its build log:")
+        md.append("")
+        md.append("```")
+        md.append(open(unavailable).read().strip())
+        md.append("```")
+        md.append("")
     md.append("## Machine")
     md.append("")
     md.append(f"- {platform.platform()}, {os.cpu_count()} CPUs")

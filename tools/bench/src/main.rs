@@ -3,11 +3,13 @@
 //!
 //! ```text
 //! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
+//!           [--moq-gst PLUGIN_DIR]
 //! ```
 //! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
 //! (linkem logs) and, through `tools/bench/report.py`, plots and `DIR/BENCHMARKS.md`.
 
 mod metrics;
+mod moq_gst;
 mod reference;
 mod run;
 mod systems;
@@ -17,10 +19,11 @@ use std::process::Command;
 
 use linkem::Profile;
 
+use crate::moq_gst::MoqGst;
 use crate::run::RunSpec;
 use crate::systems::System;
 
-const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--no-grid]
+const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--no-grid] [--moq-gst DIR]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
@@ -31,6 +34,9 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
                      moq-combined, srt-125ms, srt-500ms, rtp-udp)
   --grid-seconds S   length of each loss x RTT grid run (default 60)
   --no-grid          skip the loss x RTT grid
+  --moq-gst DIR      also compare moq-gst (moq-dev's plugin, libgstmoq.so in DIR, built by
+                     pipelines/install-moq-gst.sh) through moq-relay on the profiles above;
+                     added to the default systems, or name it: --systems ..,moq-gst
 
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
@@ -66,6 +72,7 @@ struct Options {
     systems: Vec<System>,
     grid_seconds: u64,
     grid: bool,
+    moq_gst: Option<PathBuf>,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -77,7 +84,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         systems: System::all(),
         grid_seconds: 60,
         grid: true,
+        moq_gst: None,
     };
+    let mut systems_given = false;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
@@ -86,6 +95,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--reps" => o.reps = value()?.parse().map_err(|_| "--reps: a number")?,
             "--profiles" => o.profiles = value()?.split(',').map(str::to_owned).collect(),
             "--systems" => {
+                systems_given = true;
                 o.systems = value()?
                     .split(',')
                     .map(|n| System::from_name(n).ok_or(format!("unknown system {n}")))
@@ -95,6 +105,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 o.grid_seconds = value()?.parse().map_err(|_| "--grid-seconds: a number")?
             }
             "--no-grid" => o.grid = false,
+            "--moq-gst" => o.moq_gst = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -104,6 +115,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     }
     if o.out.as_os_str().is_empty() {
         return Err(format!("--out is required\n{USAGE}"));
+    }
+    if o.moq_gst.is_some() && !systems_given {
+        o.systems.push(System::MoqGst);
     }
     if o.quick {
         o.profiles = vec!["quick".into()];
@@ -166,15 +180,42 @@ fn certificate(dir: &Path) -> Result<(String, String, String), String> {
     Ok((cert.display().to_string(), key.display().to_string(), fp))
 }
 
-fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut get = std::collections::HashMap::new();
-    let mut args = args;
-    while let (Some(k), Some(v)) = (args.next(), args.next()) {
-        get.insert(k, v);
+/// The `--key value` arguments of a child process (`sender`, `receiver`).
+struct ChildArgs(std::collections::HashMap<String, String>);
+
+impl ChildArgs {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<ChildArgs, String> {
+        let mut map = std::collections::HashMap::new();
+        while let (Some(k), Some(v)) = (args.next(), args.next()) {
+            map.insert(k, v);
+        }
+        gst::init().map_err(|e| e.to_string())?;
+        Ok(ChildArgs(map))
     }
-    let arg = |k: &str| get.get(k).cloned().ok_or(format!("sender: {k} missing"));
-    let system = System::from_name(&arg("--system")?).ok_or("sender: unknown system")?;
-    gst::init().map_err(|e| e.to_string())?;
+
+    fn get(&self, key: &str) -> Result<String, String> {
+        self.0.get(key).cloned().ok_or(format!("{key} missing"))
+    }
+
+    fn system(&self) -> Result<System, String> {
+        System::from_name(&self.get("--system")?).ok_or("unknown system".into())
+    }
+}
+
+fn receiver_main(args: impl Iterator<Item = String>) -> Result<(), String> {
+    let args = ChildArgs::parse(args)?;
+    run::receiver(
+        &args.system()?,
+        args.get("--addr")?.parse().map_err(|_| "bad --addr")?,
+        Path::new(&args.get("--out")?),
+    )
+    .map_err(|e| format!("receiver: {e}"))
+}
+
+fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
+    let get = ChildArgs::parse(args)?;
+    let arg = |k: &str| get.get(k).map_err(|e| format!("sender: {e}"));
+    let system = get.system().map_err(|e| format!("sender: {e}"))?;
     run::sender(
         &system,
         arg("--addr")?.parse().map_err(|_| "sender: bad --addr")?,
@@ -193,6 +234,10 @@ fn main_inner() -> Result<(), String> {
     if args.peek().map(String::as_str) == Some("sender") {
         args.next();
         return sender_main(args);
+    }
+    if args.peek().map(String::as_str) == Some("receiver") {
+        args.next();
+        return receiver_main(args);
     }
     let options = parse(args)?;
     let root = workspace_root()?;
@@ -236,6 +281,13 @@ fn main_inner() -> Result<(), String> {
         bytes as f64 * 8.0 / (aus.len() as f64 / 24.0) / 1000.0
     );
     let tls = certificate(&options.out)?;
+    let moq_gst = match &options.moq_gst {
+        Some(dir) => Some(MoqGst::locate(dir)?),
+        None if options.systems.contains(&System::MoqGst) => {
+            return Err("moq-gst needs --moq-gst DIR".into());
+        }
+        None => None,
+    };
     let mut summaries = Vec::new();
     let mut failures = Vec::new();
     for repetition in 0..options.reps {
@@ -255,6 +307,7 @@ fn main_inner() -> Result<(), String> {
                     aus: &aus,
                     tls: &tls,
                     out: &options.out,
+                    moq_gst: moq_gst.as_ref(),
                 };
                 match run::run(&spec) {
                     Ok(summary) => {

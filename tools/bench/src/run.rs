@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +12,7 @@ use gst::prelude::*;
 use linkem::{Link, LinkConfig, Profile};
 
 use crate::metrics::{FrameRow, RunFacts, Summary, fluid_model, summarize};
+use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
 use crate::systems::{Direction, Endpoints, System};
 
@@ -53,6 +54,19 @@ pub struct RunSpec<'a> {
     pub aus: &'a [Au],
     pub tls: &'a (String, String, String),
     pub out: &'a Path,
+    /// Set up when moq-gst is among the systems.
+    pub moq_gst: Option<&'a MoqGst>,
+}
+
+impl RunSpec<'_> {
+    /// moq-gst's set-up when this run is moq-gst's.
+    fn moq_gst(&self) -> Result<Option<&MoqGst>, String> {
+        match (self.system, self.moq_gst) {
+            (System::MoqGst, None) => Err("moq-gst is not set up (moq-bench --moq-gst DIR)".into()),
+            (System::MoqGst, Some(m)) => Ok(Some(m)),
+            _ => Ok(None),
+        }
+    }
 }
 
 fn run_name(spec: &RunSpec) -> String {
@@ -66,10 +80,150 @@ fn run_name(spec: &RunSpec) -> String {
 
 /// The per-frame records of the receiver, by frame id.
 #[derive(Default)]
-struct Seen {
+pub struct Seen {
     arrived: HashMap<u64, i64>,
     by_pts: HashMap<u64, u64>,
     rendered: HashMap<u64, i64>,
+}
+
+impl Seen {
+    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us` per frame.
+    fn write(&self, path: &Path, cpu_s: f64) -> Result<(), String> {
+        let mut out =
+            std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+        let opt = |v: Option<&i64>| v.map_or(String::new(), |v| v.to_string());
+        writeln!(out, "cpu_s,{cpu_s}").map_err(|e| e.to_string())?;
+        for (id, arrived) in &self.arrived {
+            writeln!(out, "{id},{arrived},{}", opt(self.rendered.get(id)))
+                .map_err(|e| e.to_string())?;
+        }
+        out.flush().map_err(|e| e.to_string())
+    }
+
+    fn read(path: &Path) -> Result<(Seen, f64), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut lines = text.lines();
+        let cpu_s = lines
+            .next()
+            .and_then(|l| l.strip_prefix("cpu_s,"))
+            .and_then(|v| v.parse().ok())
+            .ok_or("receiver report: no cpu_s line")?;
+        let mut seen = Seen::default();
+        for line in lines {
+            let mut fields = line.split(',');
+            let mut next = || fields.next().and_then(|f| f.parse::<i64>().ok());
+            let (Some(id), Some(arrived)) = (next(), next()) else {
+                return Err(format!("receiver report: bad line {line:?}"));
+            };
+            seen.arrived.insert(id as u64, arrived);
+            if let Some(rendered) = next() {
+                seen.rendered.insert(id as u64, rendered);
+            }
+        }
+        Ok((seen, cpu_s))
+    }
+}
+
+/// The receiving end of a run: in this process, or (moq-gst) a `moq-bench receiver` child
+/// that writes its report when its stdin closes.
+enum Receiver {
+    Here {
+        pipeline: gst::Pipeline,
+        seen: Arc<Mutex<Seen>>,
+    },
+    Child {
+        child: Child,
+        report: PathBuf,
+    },
+}
+
+impl Receiver {
+    fn start(spec: &RunSpec, at: &Endpoints, report: PathBuf) -> Result<Receiver, String> {
+        if let Some(moq_gst) = spec.moq_gst()? {
+            let mut command = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            command
+                .arg("receiver")
+                .args(["--system", &spec.system.name()])
+                .args(["--addr", &at.receiver.to_string()])
+                .arg("--out")
+                .arg(&report)
+                .stdin(Stdio::piped());
+            let child = moq_gst
+                .environment(&mut command, spec.out)
+                .spawn()
+                .map_err(|e| format!("cannot start the receiver: {e}"))?;
+            return Ok(Receiver::Child { child, report });
+        }
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let pipeline = receiver_pipeline(spec.system, at, &seen)?;
+        pipeline
+            .set_state(gst::State::Playing)
+            .map_err(|e| format!("receiver: {e}"))?;
+        Ok(Receiver::Here { pipeline, seen })
+    }
+
+    fn collect_errors(&self, errors: &mut Vec<String>) {
+        if let Receiver::Here { pipeline, .. } = self {
+            pipeline_errors(pipeline, errors);
+        }
+    }
+
+    /// Stops the receiver; returns what it saw and the CPU time of a receiver child, s.
+    fn finish(self) -> Result<(Seen, f64), String> {
+        match self {
+            Receiver::Here { pipeline, seen } => {
+                let _ = pipeline.set_state(gst::State::Null);
+                let seen = std::mem::take(&mut *seen.lock().unwrap());
+                Ok((seen, 0.0))
+            }
+            Receiver::Child { mut child, report } => {
+                drop(child.stdin.take());
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+                    if Instant::now() > deadline {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err("the receiver did not stop".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Seen::read(&report)
+            }
+        }
+    }
+}
+
+fn pipeline_errors(pipeline: &gst::Pipeline, errors: &mut Vec<String>) {
+    let bus = pipeline.bus().expect("bus");
+    while let Some(msg) = bus.pop() {
+        if let gst::MessageView::Error(e) = msg.view() {
+            errors.push(format!("{} ({:?})", e.error(), e.debug()));
+        }
+    }
+}
+
+/// The receiver child: plays `system` from `addr` until stdin closes, then writes its report.
+pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), String> {
+    let at = Endpoints {
+        sender: addr,
+        receiver: addr,
+        fingerprint: String::new(),
+    };
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let pipeline = receiver_pipeline(system, &at, &seen)?;
+    pipeline
+        .set_state(gst::State::Playing)
+        .map_err(|e| format!("receiver: {e}"))?;
+    let mut rest = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut rest);
+    let mut errors = Vec::new();
+    pipeline_errors(&pipeline, &mut errors);
+    if !errors.is_empty() {
+        eprintln!("receiver errors: {errors:?}");
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    let seen = seen.lock().unwrap();
+    seen.write(report, cpu_seconds(libc::RUSAGE_SELF))
 }
 
 fn receiver_pipeline(
@@ -124,7 +278,11 @@ fn receiver_pipeline(
 }
 
 fn spawn_sender(spec: &RunSpec, addr: SocketAddr, avail: &Path) -> Result<Child, String> {
-    Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+    let mut command = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    if let Some(moq_gst) = spec.moq_gst()? {
+        moq_gst.environment(&mut command, spec.out);
+    }
+    command
         .arg("sender")
         .args(["--system", &spec.system.name()])
         .args(["--addr", &addr.to_string()])
@@ -183,14 +341,13 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
 
     let children_cpu = cpu_seconds(libc::RUSAGE_CHILDREN);
     let own_cpu = cpu_seconds(libc::RUSAGE_SELF);
+    let relay = match spec.moq_gst()? {
+        Some(moq_gst) => Some(moq_gst.start_relay(endpoint, &spec.tls.0, &spec.tls.1)?),
+        None => None,
+    };
     let mut sender = spawn_sender(spec, at.sender, &avail_path)?;
     std::thread::sleep(SENDER_START);
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let receiver = receiver_pipeline(spec.system, &at, &seen)?;
-    receiver
-        .set_state(gst::State::Playing)
-        .map_err(|e| format!("receiver: {e}"))?;
-    let bus = receiver.bus().expect("bus");
+    let receiver = Receiver::start(spec, &at, frames_dir.join(format!("{name}.receiver.csv")))?;
     let deadline = Instant::now() + Duration::from_secs(spec.seconds) + Duration::from_secs(30);
     let mut errors = Vec::new();
     let sender_status = loop {
@@ -201,17 +358,16 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             let _ = sender.kill();
             return Err(format!("{name}: the sender did not finish"));
         }
-        while let Some(msg) = bus.pop() {
-            if let gst::MessageView::Error(e) = msg.view() {
-                errors.push(format!("{} ({:?})", e.error(), e.debug()));
-            }
-        }
+        receiver.collect_errors(&mut errors);
         std::thread::sleep(Duration::from_millis(100));
     };
     std::thread::sleep(TAIL);
-    let _ = receiver.set_state(gst::State::Null);
-    let receiver_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu;
-    let sender_cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - children_cpu;
+    receiver.collect_errors(&mut errors);
+    let (seen, receiver_child_cpu) = receiver.finish()?;
+    drop(relay);
+    // A receiver child's CPU counts as the receiver's; moq-relay's as the sender side's.
+    let receiver_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu + receiver_child_cpu;
+    let sender_cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - children_cpu - receiver_child_cpu;
     let totals = link.stop();
     if !sender_status.success() {
         return Err(format!("{name}: the sender failed ({sender_status})"));
@@ -220,7 +376,6 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         eprintln!("{name}: receiver errors: {errors:?}");
     }
 
-    let seen = seen.lock().unwrap();
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
         .map(|mut row| {

@@ -1,7 +1,10 @@
 //! The systems compared: our four delivery modes (with the receiver settings that go with
-//! each), SRT at two latencies, and RTP over UDP with a jitter buffer.
+//! each), SRT at two latencies, RTP over UDP with a jitter buffer, and moq-gst through
+//! moq-relay.
 
 use std::net::SocketAddr;
+
+use crate::moq_gst;
 
 /// Receiver buffering, ms, for every system that has one to set (moqsrc `latency`,
 /// rtpjitterbuffer `latency`).
@@ -18,6 +21,8 @@ pub enum System {
         latency_ms: u32,
     },
     Rtp,
+    /// moq-dev's plugin (moq-lite) publishing to a moq-relay at the sender's address.
+    MoqGst,
 }
 
 /// How a system's media crosses the link emulator.
@@ -93,6 +98,7 @@ impl System {
             } => format!("moq-{delivery}-timeout{delivery_timeout_ms}"),
             System::Srt { latency_ms } => format!("srt-{latency_ms}ms"),
             System::Rtp => "rtp-udp".into(),
+            System::MoqGst => "moq-gst".into(),
         }
     }
 
@@ -100,6 +106,7 @@ impl System {
         System::all()
             .into_iter()
             .chain(System::loss_grid())
+            .chain([System::MoqGst])
             .find(|s| s.name() == name)
     }
 
@@ -134,6 +141,11 @@ impl System {
                 at.sender.ip(),
                 at.sender.port()
             ),
+            System::MoqGst => format!(
+                "h264parse ! moqsink url=https://{}/anon broadcast={} tls-disable-verify=true",
+                at.sender,
+                moq_gst::BROADCAST
+            ),
         }
     }
 
@@ -156,6 +168,11 @@ impl System {
                 at.receiver.ip(),
                 at.receiver.port()
             ),
+            System::MoqGst => format!(
+                "moqsrc url=https://{}/anon broadcast={} tls-disable-verify=true",
+                at.receiver,
+                moq_gst::BROADCAST
+            ),
         }
     }
 }
@@ -169,6 +186,7 @@ mod tests {
         let all: Vec<_> = System::all()
             .into_iter()
             .chain(System::loss_grid())
+            .chain([System::MoqGst])
             .collect();
         for s in &all {
             assert_eq!(System::from_name(&s.name()).as_ref(), Some(s));
@@ -176,6 +194,6 @@ mod tests {
         let mut names: Vec<_> = all.iter().map(System::name).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 8);
+        assert_eq!(names.len(), 9);
     }
 }

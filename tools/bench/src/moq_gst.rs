@@ -1,0 +1,90 @@
+//! moq-gst, moq-dev's GStreamer plugin, as a compared system: it publishes to and plays from
+//! moq-relay. Its elements are also called `moqsink` / `moqsrc`, so its sender and receiver
+//! run in processes whose plugin path holds only its plugin.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The broadcast name the moq-gst sender publishes under the relay's anonymous root.
+pub const BROADCAST: &str = "bench";
+
+/// Where moq-gst's plugin and the relay it goes through are.
+#[derive(Debug, Clone)]
+pub struct MoqGst {
+    /// A directory holding `libgstmoq.so` and no other `moqsink`/`moqsrc`.
+    pub plugin_dir: PathBuf,
+    pub relay: PathBuf,
+}
+
+impl MoqGst {
+    /// Checks the plugin directory and finds moq-relay (`MOQ_RELAY`, `PATH`, then the cache
+    /// `pipelines/install-moq-relay.sh` fills).
+    pub fn locate(plugin_dir: &Path) -> Result<MoqGst, String> {
+        if !plugin_dir.join("libgstmoq.so").is_file() {
+            return Err(format!(
+                "{}: no libgstmoq.so (pipelines/install-moq-gst.sh builds it)",
+                plugin_dir.display()
+            ));
+        }
+        let relay = std::env::var_os("MOQ_RELAY")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("moq-relay"))
+                    .collect::<Vec<_>>()
+            }))
+            .chain(
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".cache/moqsink-tools/bin/moq-relay")),
+            )
+            .find(|p| p.is_file())
+            .ok_or("moq-relay not found (pipelines/install-moq-relay.sh installs it)")?;
+        Ok(MoqGst {
+            plugin_dir: plugin_dir.to_path_buf(),
+            relay,
+        })
+    }
+
+    /// Points a child's GStreamer at moq-gst's plugin only (own registry file under `out`).
+    pub fn environment<'c>(&self, command: &'c mut Command, out: &Path) -> &'c mut Command {
+        command
+            .env("GST_PLUGIN_PATH", &self.plugin_dir)
+            .env("GST_REGISTRY", out.join("moq-gst-registry.bin"))
+    }
+
+    /// Starts moq-relay on `at` with the given certificate; returns once its port is bound.
+    pub fn start_relay(&self, at: SocketAddr, cert: &str, key: &str) -> Result<Relay, String> {
+        let child = Command::new(&self.relay)
+            .arg("--listen")
+            .arg(at.to_string())
+            .args(["--listen-tls-cert", cert, "--listen-tls-key", key])
+            .args(["--auth-public", "anon/**", "--iroh-enabled=false"])
+            .args(["--log-level", "error"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.relay.display()))?;
+        let relay = Relay(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UdpSocket::bind(at).is_ok() {
+            if Instant::now() > deadline {
+                return Err(format!("moq-relay did not bind {at}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(relay)
+    }
+}
+
+/// A running moq-relay, stopped when dropped.
+pub struct Relay(Child);
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 KINDS = ["key", "reference", "non-reference"]
+PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pipelines", "profiles")
 
 
 def load_frames(path):
@@ -166,6 +167,103 @@ def table(summaries, profile, baseline="moq-baseline"):
     return "\n".join(lines)
 
 
+OUR_SKIPPING = ["moq-skip-gops", "moq-combined"]
+SRT = ["srt-125ms", "srt-500ms"]
+
+
+def lowest_rate_step(profile_file):
+    """(start s, end s, kbit/s) of the profile's first lowest-rate step."""
+    steps = json.load(open(profile_file))["steps"]
+    t, best = 0.0, None
+    for step in steps:
+        if best is None or step["rate_kbit"] < best[2]:
+            best = (t, t + step["duration_s"], step["rate_kbit"])
+        t += step["duration_s"]
+    return best
+
+
+def step_rendering(rows, trace_start, start, end):
+    """Frames rendered while the link was in [start, end) s of its trace: how many, how many
+    of them were also sent in that window, their median latency and the longest gap."""
+    lo, hi = trace_start + start, trace_start + end
+    shown = [r for r in rows if r["rendered"] is not None and lo <= r["rendered"] < hi]
+    fresh = [r for r in shown if r["available"] >= lo]
+    times = [lo] + sorted(r["rendered"] for r in shown) + [hi]
+    latencies = sorted(r["rendered"] - r["available"] for r in shown)
+    return {
+        "rendered": len(shown),
+        "fresh": len(fresh),
+        "median_s": latencies[len(latencies) // 2] if latencies else None,
+        "longest_gap_s": max(b - a for a, b in zip(times, times[1:])),
+    }
+
+
+def goals(summaries, all_runs, profiles_dir):
+    """The issue's goals, each checked against this run's figures."""
+    first = {(s["system"], s["profile"]): s for s in summaries if s["repetition"] == 0}
+    profiles = sorted({p for (_, p) in first if not p.startswith("loss")})
+    md = ["## Goals", ""]
+    md.append("1. `moq-skip-gops` or `moq-combined` mean latency ≤ 0.25 × baseline where baseline's mean exceeds 2 s:")
+    md.append("")
+    for p in profiles:
+        base = first.get(("moq-baseline", p))
+        if not base or base["latency_mean_ms"] <= 2000:
+            continue
+        best = min((first[(s, p)] for s in OUR_SKIPPING if (s, p) in first), key=lambda s: s["latency_mean_ms"], default=None)
+        if best:
+            ratio = best["latency_mean_ms"] / base["latency_mean_ms"]
+            verdict = "met" if ratio <= 0.25 else "not met"
+            md.append(
+                f"   - {p}: {best['system']} {best['latency_mean_ms']:.0f} ms vs baseline "
+                f"{base['latency_mean_ms']:.0f} ms = {ratio:.2f}× — {verdict}"
+            )
+    intra = [first[(s, "intra_cascade")] for s in OUR_SKIPPING if (s, "intra_cascade") in first]
+    if intra:
+        best = min(intra, key=lambda s: s["latency_mean_ms"])
+        verdict = "met" if best["latency_mean_ms"] <= 1000 else "not met"
+        md.append("")
+        md.append(
+            f"2. INTRA_CASCADE mean ≤ 1.0 s: {best['system']} {best['latency_mean_ms']:.0f} ms — {verdict}."
+        )
+        start, end, kbit = lowest_rate_step(os.path.join(profiles_dir, "intra_cascade.json"))
+        md.append("")
+        md.append(
+            f"3. Pictures during INTRA_CASCADE's {kbit} kbit/s step ({start:.0f}–{end:.0f} s of the link trace); "
+            "\"fresh\" = rendered frames that were also sent during the step:"
+        )
+        md.append("")
+        md.append("   | system | rendered | fresh | median latency (s) | longest gap without a new picture (s) |")
+        md.append("   |---|---|---|---|---|")
+        for (system, profile, rep), rows in sorted(all_runs.items()):
+            s = first.get((system, profile))
+            if profile != "intra_cascade" or rep != 0 or not s or s.get("trace_start_us") is None:
+                continue
+            r = step_rendering(rows, s["trace_start_us"] / 1e6, start, end)
+            md.append(
+                f"   | {system} | {r['rendered']} | {r['fresh']} | {fmt(r['median_s'], 2)} | {r['longest_gap_s']:.2f} |"
+            )
+    md.append("")
+    md.append("4. Lower p95 latency than SRT with at least as many frames rendered (best of our skipping modes by p95):")
+    md.append("")
+    md.append("   | profile | ours p95 (ms) / rendered | SRT p95 (ms) / rendered | p95 lower | frames ≥ | verdict |")
+    md.append("   |---|---|---|---|---|---|")
+    for p in profiles:
+        ours = [first[(s, p)] for s in OUR_SKIPPING if (s, p) in first]
+        for srt in (first.get((s, p)) for s in SRT):
+            if not ours or not srt:
+                continue
+            best = min(ours, key=lambda s: s["latency_p95_ms"])
+            lower = best["latency_p95_ms"] < srt["latency_p95_ms"]
+            more = best["frames_rendered"] >= srt["frames_rendered"]
+            md.append(
+                f"   | {p} vs {srt['system']} | {best['system']} {best['latency_p95_ms']:.0f} / {best['frames_rendered']} "
+                f"| {srt['latency_p95_ms']:.0f} / {srt['frames_rendered']} | {'yes' if lower else 'no'} "
+                f"| {'yes' if more else 'no'} | {'met' if lower and more else 'not met'} |"
+            )
+    md.append("")
+    return md
+
+
 def main():
     parser = argparse.ArgumentParser(description="Plots and BENCHMARKS.md from a moq-bench run.")
     parser.add_argument("out", help="the moq-bench --out directory")
@@ -189,10 +287,9 @@ def main():
         plot_ccdf(profile, by_system, os.path.join(plots, f"ccdf_{profile}.png"))
 
     queues = {}
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pipelines", "profiles")
     for profile in profiles:
         try:
-            p = json.load(open(os.path.join(root, f"{profile}.json")))
+            p = json.load(open(os.path.join(PROFILES, f"{profile}.json")))
             queues[profile] = p.get("queue_bytes")
         except OSError:
             queues[profile] = None
@@ -270,6 +367,7 @@ def main():
             md.append(f"![bitrate {profile}](plots/bitrate_{profile}.png)")
             md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
             md.append("")
+    md.extend(goals(summaries, all_runs, PROFILES))
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):

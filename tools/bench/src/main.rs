@@ -282,7 +282,7 @@ fn main_inner() -> Result<(), String> {
     );
     let tls = certificate(&options.out)?;
     let moq_gst = match &options.moq_gst {
-        Some(dir) => Some(MoqGst::locate(dir)?),
+        Some(dir) => Some(MoqGst::locate(dir, &root)?),
         None if options.systems.contains(&System::MoqGst) => {
             return Err("moq-gst needs --moq-gst DIR".into());
         }

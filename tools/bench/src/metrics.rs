@@ -38,6 +38,8 @@ pub struct RunFacts {
     pub receiver_cpu_s: f64,
     /// Model latency (s) of each frame for an in-order stream, by frame, if computed.
     pub fluid_latency_s: Vec<f64>,
+    /// Wall time (unix µs) at which the link's trace started (its first packet).
+    pub trace_start_us: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -65,6 +67,8 @@ pub struct Summary {
     pub cpu_us_per_frame_receiver: f64,
     /// Mean measured latency ÷ mean fluid-model latency (in-order systems).
     pub fluid_ratio: Option<f64>,
+    /// Unix µs of the link trace's time 0, to place frames on the profile's rate steps.
+    pub trace_start_us: Option<i64>,
 }
 
 /// Frames captured: everything sent from the first frame the receiver rendered on
@@ -161,6 +165,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         cpu_us_per_frame_sender: facts.sender_cpu_s * 1e6 / frames,
         cpu_us_per_frame_receiver: facts.receiver_cpu_s * 1e6 / frames,
         fluid_ratio,
+        trace_start_us: facts.trace_start_us,
     }
 }
 

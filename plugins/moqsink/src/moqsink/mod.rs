@@ -31,12 +31,12 @@ pub enum Delivery {
         nick = "deprioritize-b"
     )]
     DeprioritizeB = 1,
+    #[default]
     #[enum_value(
         name = "Skip GoPs: newest GoP first; older GoPs are dropped once the newer one can be delivered",
         nick = "skip-gops"
     )]
     SkipGops = 2,
-    #[default]
     #[enum_value(
         name = "Combined: skip GoPs for key and reference frames plus deprioritized non-reference frames",
         nick = "combined"

@@ -14,6 +14,16 @@ pub const ENHANCEMENT_TRACK: &str = "video-enh";
 /// Timestamps in frame headers count this many units per second.
 pub const TIMESCALE: u64 = 1_000_000;
 
+/// Largest catalog document accepted, in bytes: a catalog is a few hundred bytes, and
+/// parsing is bounded by the input.
+pub const MAX_CATALOG_BYTES: usize = 1 << 20;
+/// Largest picture width or height accepted (H.264 levels stop well below).
+pub const MAX_DIMENSION: u32 = 16_384;
+/// Most tracks a catalog may list.
+pub const MAX_TRACKS: usize = 64;
+/// Longest codec string, track name or delivery name accepted.
+const MAX_NAME_LEN: usize = 1024;
+
 /// What a track carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -71,25 +81,77 @@ pub enum CatalogError {
     Hex,
     #[error("catalog lists no base track")]
     NoBaseTrack,
+    #[error("catalog is larger than {MAX_CATALOG_BYTES} bytes")]
+    TooLarge,
+    #[error("invalid catalog field {field}: {problem}")]
+    Invalid {
+        field: &'static str,
+        problem: &'static str,
+    },
+}
+
+fn invalid(field: &'static str, problem: &'static str) -> CatalogError {
+    CatalogError::Invalid { field, problem }
 }
 
 impl Catalog {
     pub const VERSION: u32 = 1;
 
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("catalog serialises")
+        // Plain strings, numbers and lists: serialisation cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
     }
 
+    /// Parses and validates a catalog: every field a receiver turns into caps or
+    /// arithmetic is range-checked here, so a hostile document is an error, not a panic.
     pub fn from_json(data: &[u8]) -> Result<Catalog, CatalogError> {
-        let catalog: Catalog = serde_json::from_slice(data)?;
-        if catalog.version != Self::VERSION {
-            return Err(CatalogError::Version(catalog.version));
+        if data.len() > MAX_CATALOG_BYTES {
+            return Err(CatalogError::TooLarge);
         }
-        catalog.avcc()?;
-        catalog
-            .track(TrackRole::Base)
-            .ok_or(CatalogError::NoBaseTrack)?;
+        let catalog: Catalog = serde_json::from_slice(data)?;
+        catalog.validate()?;
         Ok(catalog)
+    }
+
+    fn validate(&self) -> Result<(), CatalogError> {
+        if self.version != Self::VERSION {
+            return Err(CatalogError::Version(self.version));
+        }
+        if self.timescale != TIMESCALE {
+            return Err(invalid(
+                "timescale",
+                "only microseconds (1000000) are supported",
+            ));
+        }
+        let video = &self.video;
+        for (field, text) in [("video.codec", &video.codec), ("delivery", &self.delivery)] {
+            if text.len() > MAX_NAME_LEN {
+                return Err(invalid(field, "too long"));
+            }
+        }
+        if video.width > MAX_DIMENSION || video.height > MAX_DIMENSION {
+            return Err(invalid("video.width/height", "larger than 16384"));
+        }
+        if let Some([num, den]) = video.framerate {
+            let positive_i32 = |v: u32| v > 0 && i32::try_from(v).is_ok();
+            if !positive_i32(num) || !positive_i32(den) {
+                return Err(invalid("video.framerate", "not a positive fraction"));
+            }
+        }
+        self.avcc()?;
+        if self.tracks.len() > MAX_TRACKS {
+            return Err(invalid("tracks", "too many"));
+        }
+        if self
+            .tracks
+            .iter()
+            .any(|t| t.name.is_empty() || t.name.len() > MAX_NAME_LEN)
+        {
+            return Err(invalid("tracks.name", "empty or too long"));
+        }
+        self.track(TrackRole::Base)
+            .ok_or(CatalogError::NoBaseTrack)?;
+        Ok(())
     }
 
     /// The decoder configuration record as bytes.
@@ -187,5 +249,48 @@ mod tests {
             Catalog::from_json(&c.to_json()),
             Err(CatalogError::NoBaseTrack)
         ));
+    }
+
+    #[test]
+    fn fields_a_receiver_computes_with_are_range_checked() {
+        let refused = |edit: fn(&mut Catalog), field: &str| {
+            let mut c = sample();
+            edit(&mut c);
+            match Catalog::from_json(&c.to_json()) {
+                Err(CatalogError::Invalid { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        };
+        // A zero denominator made moqsrc's caps panic (gst::Fraction::new(n, 0)).
+        refused(|c| c.video.framerate = Some([24, 0]), "video.framerate");
+        refused(|c| c.video.framerate = Some([0, 1]), "video.framerate");
+        refused(
+            |c| c.video.framerate = Some([u32::MAX, 1]),
+            "video.framerate",
+        );
+        refused(|c| c.video.width = u32::MAX, "video.width/height");
+        refused(|c| c.video.height = MAX_DIMENSION + 1, "video.width/height");
+        refused(|c| c.timescale = 0, "timescale");
+        refused(|c| c.video.codec = "a".repeat(5000), "video.codec");
+        refused(
+            |c| {
+                c.tracks = (0..100)
+                    .map(|i| TrackEntry {
+                        name: format!("t{i}"),
+                        role: TrackRole::Base,
+                    })
+                    .collect()
+            },
+            "tracks",
+        );
+        refused(|c| c.tracks[0].name.clear(), "tracks.name");
+        let huge = vec![b' '; MAX_CATALOG_BYTES + 1];
+        assert!(matches!(
+            Catalog::from_json(&huge),
+            Err(CatalogError::TooLarge)
+        ));
+        // Nesting deeper than the parser allows is an error, not a stack overflow.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(Catalog::from_json(deep.as_bytes()).is_err());
     }
 }

@@ -27,6 +27,12 @@ use thiserror::Error;
 /// The only header version this crate writes and reads.
 pub const HEADER_VERSION: u8 = 1;
 
+/// Largest magnitude a time field may have, in timescale units (µs): 2^53 µs is 285 years,
+/// far beyond any stream or wall clock, yet small enough that nanoseconds of it fit a
+/// `u64` and sums of two fields cannot overflow. Decoding refuses larger values, so a
+/// hostile peer cannot push timestamp arithmetic past its range.
+pub const MAX_TIME_US: u64 = 1 << 53;
+
 /// Per-frame metadata that precedes the access unit in an object payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -81,22 +87,25 @@ fn unzigzag(v: u64) -> i64 {
 }
 
 impl FrameHeader {
-    /// Appends the header to `out`. Values beyond 2^62 cannot occur for real media
-    /// (that is 146 000 years of microseconds), so they are saturated rather than refused.
+    /// Appends the header to `out`. Values beyond what [`decode`](Self::decode) accepts
+    /// cannot occur for real media, so they are saturated rather than refused.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.push(HEADER_VERSION);
         out.push(kind_code(self.kind) | (slice_code(self.slice_type) << 2));
-        let cts = self.pts.saturating_sub(self.dts);
+        let max = MAX_TIME_US as i64;
+        let dts = self.dts.clamp(-max, max);
+        let pts = self.pts.clamp(-max, max);
         for v in [
             self.decode_index,
-            zigzag(self.dts),
-            zigzag(cts),
-            self.duration,
-            self.availability_us,
+            zigzag(dts),
+            zigzag(pts - dts),
+            self.duration.min(MAX_TIME_US),
+            self.availability_us.min(MAX_TIME_US),
             self.base_group,
             self.base_index,
         ] {
-            varint::encode(v.min(varint::MAX_VARINT), out).expect("value clamped to varint range");
+            // Cannot fail: the value is clamped to the varint range.
+            let _ = varint::encode(v.min(varint::MAX_VARINT), out);
         }
     }
 
@@ -134,9 +143,20 @@ impl FrameHeader {
         let availability_us = next()?;
         let base_group = next()?;
         let base_index = next()?;
+        let in_range = |v: i64| v.unsigned_abs() <= MAX_TIME_US;
+        if !in_range(dts) {
+            return Err(HeaderError::Invalid("dts out of range"));
+        }
         let pts = dts
             .checked_add(cts)
+            .filter(|pts| in_range(*pts))
             .ok_or(HeaderError::Invalid("pts out of range"))?;
+        if duration > MAX_TIME_US {
+            return Err(HeaderError::Invalid("duration out of range"));
+        }
+        if availability_us > MAX_TIME_US {
+            return Err(HeaderError::Invalid("availability time out of range"));
+        }
         let header = FrameHeader {
             kind,
             slice_type,
@@ -233,5 +253,62 @@ mod tests {
         for cut in 0..full.len() {
             assert!(FrameHeader::decode(&full[..cut]).is_err(), "prefix {cut}");
         }
+    }
+
+    /// Header fields as raw varints, to build what no encoder of ours writes.
+    fn raw(fields: [u64; 7]) -> Vec<u8> {
+        let mut out = vec![HEADER_VERSION, 0];
+        for v in fields {
+            varint::encode(v, &mut out).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn time_fields_beyond_the_range_are_refused() {
+        let big = varint::MAX_VARINT;
+        let past = MAX_TIME_US + 1;
+        // decode index, dts (zigzag), cts (zigzag), duration, availability, group, index
+        for (fields, why) in [
+            ([0, 2 * past, 0, 0, 0, 0, 0], "dts"),
+            ([0, 2 * past - 1, 0, 0, 0, 0, 0], "dts"),
+            ([0, 2 * MAX_TIME_US, 2, 0, 0, 0, 0], "pts"),
+            ([0, 0, big, 0, 0, 0, 0], "pts"),
+            ([0, 0, 0, past, 0, 0, 0], "duration"),
+            // The moqsrc crash: µs beyond what a ClockTime holds in ns.
+            ([0, 0, 0, 0, big, 0, 0], "availability"),
+        ] {
+            let err = FrameHeader::decode(&raw(fields)).unwrap_err();
+            assert!(
+                matches!(err, HeaderError::Invalid(what) if what.starts_with(why)),
+                "{fields:?}: {err}"
+            );
+        }
+        // The extremes of the range still decode, and indices may use all 62 bits.
+        let edge = raw([big, 2 * MAX_TIME_US, 0, MAX_TIME_US, MAX_TIME_US, big, big]);
+        let (h, _) = FrameHeader::decode(&edge).unwrap();
+        assert_eq!((h.dts, h.pts), (MAX_TIME_US as i64, MAX_TIME_US as i64));
+    }
+
+    #[test]
+    fn encoding_saturates_into_the_decodable_range() {
+        let h = FrameHeader {
+            dts: i64::MIN,
+            pts: i64::MAX,
+            duration: u64::MAX,
+            availability_us: u64::MAX,
+            decode_index: u64::MAX,
+            ..sample()
+        };
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        let (back, _) = FrameHeader::decode(&out).unwrap();
+        let max = MAX_TIME_US as i64;
+        assert_eq!((back.dts, back.pts), (-max, max));
+        assert_eq!(
+            (back.duration, back.availability_us),
+            (MAX_TIME_US, MAX_TIME_US)
+        );
+        assert_eq!(back.decode_index, varint::MAX_VARINT);
     }
 }

@@ -84,10 +84,10 @@ impl PlayoutClock {
         // Decode timestamps must never go backwards, whatever the sender did.
         let dts_running = self.last_dts.map_or(dts_running, |l| dts_running.max(l));
         self.last_dts = Some(dts_running);
-        let pts_offset = pts.saturating_sub(dts).max(0) as u64 * NS_PER_UNIT as u64;
+        let pts_offset = (pts.saturating_sub(dts).max(0) as u64).saturating_mul(NS_PER_UNIT as u64);
         Stamped {
             dts: dts_running,
-            pts: dts_running + pts_offset,
+            pts: dts_running.saturating_add(pts_offset),
             discont,
         }
     }
@@ -165,5 +165,8 @@ mod tests {
         assert!(s.discont);
         let s = clock.stamp(i64::MAX, i64::MIN, 2);
         assert_eq!(s.pts, s.dts);
+        // A composition offset beyond what nanoseconds can hold saturates.
+        let s = clock.stamp(i64::MIN, i64::MAX, u64::MAX - 1);
+        assert_eq!(s.pts, u64::MAX);
     }
 }

@@ -212,7 +212,7 @@ impl<T> ReorderBuffer<T> {
         let h = &front.header;
         if h.base_index <= last.base_index {
             // Everything it references was output; only other enhancement frames are missing.
-            let continuous = h.decode_index == last.decode_index + 1;
+            let continuous = follows(h.decode_index, last.decode_index);
             return if continuous || self.waited(front, now) {
                 Decision::Output
             } else {
@@ -238,9 +238,9 @@ impl<T> ReorderBuffer<T> {
         if self.need_key && !key {
             return Decision::Drop(DropReason::Undecodable);
         }
-        if h.base_index == last.base_index + 1 {
+        if follows(h.base_index, last.base_index) {
             // The base layer is intact; at most enhancement frames are missing.
-            let continuous = h.decode_index == last.decode_index + 1;
+            let continuous = follows(h.decode_index, last.decode_index);
             return if continuous || self.waited(front, now) {
                 Decision::Output
             } else {
@@ -294,10 +294,14 @@ impl<T> ReorderBuffer<T> {
         let (_, frame) = self.buffer.pop_first().expect("front exists");
         let h = &frame.header;
         let jump = match self.last {
-            Some(last) if frame.is_key() && h.base_index != last.base_index + 1 => Some(Jump {
+            Some(last) if frame.is_key() && !follows(h.base_index, last.base_index) => Some(Jump {
                 skipped_us: h.dts.saturating_sub(last.end_dts).max(0) as u64,
-                skipped_base_frames: h.base_index.saturating_sub(last.base_index + 1),
-                skipped_groups: h.base_group.saturating_sub(last.base_group + 1),
+                skipped_base_frames: h
+                    .base_index
+                    .saturating_sub(last.base_index.saturating_add(1)),
+                skipped_groups: h
+                    .base_group
+                    .saturating_sub(last.base_group.saturating_add(1)),
             }),
             _ => None,
         };
@@ -318,6 +322,11 @@ impl<T> ReorderBuffer<T> {
         });
         Popped::Frame { frame, jump }
     }
+}
+
+/// Whether `next` comes right after `previous` (no overflow at the end of the range).
+fn follows(next: u64, previous: u64) -> bool {
+    previous.checked_add(1) == Some(next)
 }
 
 enum Decision {
@@ -622,5 +631,20 @@ mod tests {
         r.clear();
         push(&mut r, p(1, 0, 1, 10));
         assert_eq!(drain(&mut r, 200).1, [(1, DropReason::Undecodable)]);
+    }
+
+    #[test]
+    fn indices_at_the_end_of_the_range_do_not_overflow() {
+        for skip_forward in [true, false] {
+            let mut r = ReorderBuffer::new(TARGET, skip_forward);
+            let max = u64::MAX;
+            push(&mut r, key(max - 1, max - 1, max - 1, 0));
+            push(&mut r, key(max, max, max, 1));
+            let (out, _, _) = drain(&mut r, 1_000);
+            assert_eq!(out, [max - 1, max]);
+            // Nothing follows the last index: anything else is late.
+            assert!(matches!(r.push(key(max, max, max, 2)), Pushed::Dropped(..)));
+            assert!(r.pop(u64::MAX).is_none());
+        }
     }
 }

@@ -7,6 +7,7 @@ use crate::H264Error;
 ///
 /// Skipping while reading, rather than un-escaping into a buffer first, means classifying a
 /// large slice touches only the few header bytes it needs and allocates nothing.
+#[derive(Clone)]
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
     /// Next byte of `data` to load.
@@ -100,6 +101,68 @@ impl<'a> BitReader<'a> {
         }
         Ok(value)
     }
+
+    /// `se(v)` that must lie in `min..=max`.
+    pub(crate) fn se_range(
+        &mut self,
+        min: i32,
+        max: i32,
+        what: &'static str,
+    ) -> Result<i32, H264Error> {
+        let value = self.se(what)?;
+        if !(min..=max).contains(&value) {
+            return Err(H264Error::OutOfRange {
+                field: what,
+                value: u64::from(value.unsigned_abs()),
+            });
+        }
+        Ok(value)
+    }
+
+    /// At a byte boundary of the RBSP.
+    pub(crate) fn byte_aligned(&self) -> bool {
+        self.bits_left == 0
+    }
+
+    /// `more_rbsp_data()`: something other than rbsp_trailing_bits follows, i.e. a one bit
+    /// comes after the next bit. Needs no bookkeeping of where the payload ends because the
+    /// stop bit is the last one bit of the RBSP.
+    pub(crate) fn more_rbsp_data(&self) -> bool {
+        let mut r = self.clone();
+        r.bit("").is_ok() && r.any_one_bit()
+    }
+
+    /// Whether a one bit remains anywhere ahead (consumes the reader).
+    fn any_one_bit(&mut self) -> bool {
+        loop {
+            match self.bit("") {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Checks that exactly rbsp_trailing_bits follow: a one bit, zero bits up to the byte
+    /// boundary, then nothing but zero bytes (which some muxers leave after a NAL unit).
+    /// Anything else means the syntax before was misread or the unit is corrupt.
+    pub(crate) fn finish(&mut self, what: &'static str) -> Result<(), H264Error> {
+        if !self.bit(what).map_err(|_| H264Error::TrailingBits(what))? {
+            return Err(H264Error::TrailingBits(what));
+        }
+        while self.bits_left > 0 {
+            if self.bit(what)? {
+                return Err(H264Error::TrailingBits(what));
+            }
+        }
+        while self.load_byte(what).is_ok() {
+            if self.current != 0 {
+                return Err(H264Error::TrailingBits(what));
+            }
+            self.bits_left = 0;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +247,59 @@ mod tests {
             Err(H264Error::OutOfRange {
                 field: "y",
                 value: 4
+            })
+        );
+    }
+
+    #[test]
+    fn rbsp_trailing_bits() {
+        // Stop bit right after a field, then alignment zeros.
+        let data = pack("011 1 0000");
+        let mut r = BitReader::new(&data);
+        assert_eq!(r.bits(3, "x").unwrap(), 0b011);
+        assert!(!r.more_rbsp_data());
+        assert_eq!(r.finish("t"), Ok(()));
+        // Trailing zero bytes are tolerated, anything else is not.
+        let mut r = BitReader::new(&[0x80, 0x00, 0x00]);
+        assert_eq!(r.finish("t"), Ok(()));
+        let mut r = BitReader::new(&[0x80, 0x01]);
+        assert_eq!(r.finish("t"), Err(H264Error::TrailingBits("t")));
+        // A zero where the stop bit belongs, a one among the alignment bits, nothing at all.
+        assert_eq!(
+            BitReader::new(&[0x40]).finish("t"),
+            Err(H264Error::TrailingBits("t"))
+        );
+        assert_eq!(
+            BitReader::new(&[0x81]).finish("t"),
+            Err(H264Error::TrailingBits("t"))
+        );
+        assert_eq!(
+            BitReader::new(&[]).finish("t"),
+            Err(H264Error::TrailingBits("t"))
+        );
+        // more_rbsp_data: true while a one bit follows the next bit.
+        let data = pack("1 1 000000");
+        let mut r = BitReader::new(&data);
+        assert!(r.more_rbsp_data());
+        r.bit("x").unwrap();
+        assert!(!r.more_rbsp_data());
+        assert!(BitReader::new(&pack("0 0 1 00000")).more_rbsp_data());
+        assert!(!BitReader::new(&[0, 0]).more_rbsp_data());
+        assert!(!r.byte_aligned() && BitReader::new(&[1]).byte_aligned());
+    }
+
+    #[test]
+    fn bounded_signed_exp_golomb() {
+        // se: 00100 → 2, 00101 → −2
+        let data = pack("00100 00101 00101");
+        let mut r = BitReader::new(&data);
+        assert_eq!(r.se_range(-2, 2, "a").unwrap(), 2);
+        assert_eq!(r.se_range(-2, 2, "b").unwrap(), -2);
+        assert_eq!(
+            r.se_range(-1, 1, "c"),
+            Err(H264Error::OutOfRange {
+                field: "c",
+                value: 2
             })
         );
     }

@@ -28,7 +28,7 @@ pub enum SliceType {
 impl SliceType {
     /// Values 5..=9 repeat 0..=4 with the promise that every slice of the picture has the
     /// same type; the distinction does not matter here.
-    fn from_code(code: u32) -> Result<Self, H264Error> {
+    pub(crate) fn from_code(code: u32) -> Result<Self, H264Error> {
         Ok(match code {
             0 | 5 => SliceType::P,
             1 | 6 => SliceType::B,

@@ -38,4 +38,24 @@ pub enum H264Error {
     OutOfRange { field: &'static str, value: u64 },
     #[error("invalid avcC: {0}")]
     InvalidAvcc(&'static str),
+    #[error("{0} does not end with rbsp_trailing_bits")]
+    TrailingBits(&'static str),
+    #[error("slice refers to PPS {0}, which is not known")]
+    UnknownPps(u8),
+    #[error("PPS {pps_id} refers to SPS {sps_id}, which is not known")]
+    UnknownSps { pps_id: u8, sps_id: u8 },
+    /// Fields that are each in range but contradict each other or the stream so far.
+    #[error("{0}")]
+    Inconsistent(&'static str),
+}
+
+impl H264Error {
+    /// The bytes may be fine but refer to a parameter set not seen yet: the usual state of
+    /// a stream joined mid-way, before its first keyframe with SPS/PPS.
+    pub fn is_missing_parameter_set(&self) -> bool {
+        matches!(
+            self,
+            H264Error::UnknownPps(_) | H264Error::UnknownSps { .. }
+        )
+    }
 }

@@ -12,6 +12,10 @@ const AVCC_LENGTH_SIZE: u8 = 4;
 ///
 /// A receiver joining mid-stream needs them before the first picture, so the sender keeps the
 /// latest of each id and can hand them out as an avcC record or as an Annex B prefix.
+///
+/// This cache keeps every set it is given and checks little: one bogus set stays in every
+/// record it produces. A publisher should use [`StreamParser`](crate::StreamParser), which
+/// validates sets and emits only those the stream uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParameterSets {
     /// `(id, NAL unit)`, sorted by id.
@@ -76,67 +80,20 @@ impl ParameterSets {
         let Some(info) = self.sps_info().filter(|_| self.is_complete()) else {
             return Vec::new();
         };
-        let mut out = vec![
-            1, // configurationVersion
-            info.profile_idc,
-            info.constraint_flags,
-            info.level_idc,
-            0xfc | (AVCC_LENGTH_SIZE - 1),
-        ];
-        // The counts are 5 and 8 bits wide, one short of the number of possible ids; a stream
-        // using every id is not worth a failure path.
-        let sps = &self.sps[..self.sps.len().min(31)];
-        let pps = &self.pps[..self.pps.len().min(255)];
-        out.push(0xe0 | sps.len() as u8);
-        write_sets(&mut out, sps);
-        out.push(pps.len() as u8);
-        write_sets(&mut out, pps);
-        // Profiles above High 4:2:0 8-bit signal chroma format and bit depths here.
-        if matches!(info.profile_idc, 100 | 110 | 122 | 144) {
-            out.extend_from_slice(&[
-                0xfc | info.chroma_format_idc,
-                0xf8 | (info.bit_depth_luma - 8),
-                0xf8 | (info.bit_depth_chroma - 8),
-                0, // numOfSequenceParameterSetExt
-            ]);
-        }
-        out
+        let sps: Vec<&[u8]> = self.sps.iter().map(|(_, nal)| &nal[..]).collect();
+        let pps: Vec<&[u8]> = self.pps.iter().map(|(_, nal)| &nal[..]).collect();
+        write_avcc(&info, &sps, &pps)
     }
 
     /// Reads an avcC record (caps `codec_data`); returns the sets and the NAL length size
     /// the stream uses. A trailing high-profile extension is accepted but not needed.
     pub fn from_avcc(record: &[u8]) -> Result<(Self, u8), H264Error> {
-        let mut rest = record;
-        let header = take(&mut rest, 6, "shorter than its fixed header")?;
-        if header[0] != 1 {
-            return Err(H264Error::InvalidAvcc("configurationVersion is not 1"));
-        }
-        let length_size = (header[4] & 0x03) + 1;
-        if length_size == 3 {
-            return Err(H264Error::InvalidLengthSize(length_size));
-        }
+        let record = AvccRecord::parse(record)?;
         let mut sets = ParameterSets::default();
-        let sps_count = header[5] & 0x1f;
-        sets.read_sets(&mut rest, sps_count, nal_type::SPS)?;
-        let pps_count = take(&mut rest, 1, "missing numOfPictureParameterSets")?[0];
-        sets.read_sets(&mut rest, pps_count, nal_type::PPS)?;
-        Ok((sets, length_size))
-    }
-
-    fn read_sets(&mut self, rest: &mut &[u8], count: u8, expected: u8) -> Result<(), H264Error> {
-        for _ in 0..count {
-            let len = take(rest, 2, "parameter set length cut off")?;
-            let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-            let nal = Nal::parse(take(rest, len, "parameter set cut off")?)?;
-            if nal.nal_type != expected {
-                return Err(H264Error::UnexpectedNalType {
-                    expected,
-                    found: nal.nal_type,
-                });
-            }
-            self.insert(nal)?;
+        for nal in record.sps.iter().chain(&record.pps) {
+            sets.insert(Nal::parse(nal)?)?;
         }
-        Ok(())
+        Ok((sets, record.length_size))
     }
 
     /// All SPS then all PPS, each behind a four-byte start code, to put in front of a
@@ -151,8 +108,87 @@ impl ParameterSets {
     }
 }
 
-fn write_sets(out: &mut Vec<u8>, sets: &[(u8, Vec<u8>)]) {
-    for (_, nal) in sets {
+/// The parts of an avcC record (ISO/IEC 14496-15 §5.3.3.1) this crate uses.
+pub(crate) struct AvccRecord<'a> {
+    pub(crate) length_size: u8,
+    pub(crate) sps: Vec<&'a [u8]>,
+    pub(crate) pps: Vec<&'a [u8]>,
+}
+
+impl<'a> AvccRecord<'a> {
+    /// Splits a record into its parameter-set NAL units, checking only the framing and the
+    /// NAL unit types; anything after the PPS list (the high-profile extension) is ignored.
+    pub(crate) fn parse(record: &'a [u8]) -> Result<Self, H264Error> {
+        let mut rest = record;
+        let header = take(&mut rest, 6, "shorter than its fixed header")?;
+        if header[0] != 1 {
+            return Err(H264Error::InvalidAvcc("configurationVersion is not 1"));
+        }
+        let length_size = (header[4] & 0x03) + 1;
+        if length_size == 3 {
+            return Err(H264Error::InvalidLengthSize(length_size));
+        }
+        let sps = read_sets(&mut rest, header[5] & 0x1f, nal_type::SPS)?;
+        let pps_count = take(&mut rest, 1, "missing numOfPictureParameterSets")?[0];
+        let pps = read_sets(&mut rest, pps_count, nal_type::PPS)?;
+        Ok(AvccRecord {
+            length_size,
+            sps,
+            pps,
+        })
+    }
+}
+
+fn read_sets<'a>(rest: &mut &'a [u8], count: u8, expected: u8) -> Result<Vec<&'a [u8]>, H264Error> {
+    let mut sets = Vec::with_capacity(count.into());
+    for _ in 0..count {
+        let len = take(rest, 2, "parameter set length cut off")?;
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let nal = Nal::parse(take(rest, len, "parameter set cut off")?)?;
+        if nal.nal_type != expected {
+            return Err(H264Error::UnexpectedNalType {
+                expected,
+                found: nal.nal_type,
+            });
+        }
+        sets.push(nal.data);
+    }
+    Ok(sets)
+}
+
+/// An AVCDecoderConfigurationRecord with [`AVCC_LENGTH_SIZE`]-byte NAL lengths holding
+/// `sps` and `pps` in that order, profile and level taken from `info`. Every set must be at
+/// most 65535 bytes long (avcC stores 16-bit lengths).
+pub(crate) fn write_avcc(info: &SpsInfo, sps: &[&[u8]], pps: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![
+        1, // configurationVersion
+        info.profile_idc,
+        info.constraint_flags,
+        info.level_idc,
+        0xfc | (AVCC_LENGTH_SIZE - 1),
+    ];
+    // The counts are 5 and 8 bits wide, one short of the number of possible ids; a stream
+    // using every id is not worth a failure path.
+    let sps = &sps[..sps.len().min(31)];
+    let pps = &pps[..pps.len().min(255)];
+    out.push(0xe0 | sps.len() as u8);
+    write_sets(&mut out, sps);
+    out.push(pps.len() as u8);
+    write_sets(&mut out, pps);
+    // Profiles above High 4:2:0 8-bit signal chroma format and bit depths here.
+    if matches!(info.profile_idc, 100 | 110 | 122 | 144) {
+        out.extend_from_slice(&[
+            0xfc | info.chroma_format_idc,
+            0xf8 | (info.bit_depth_luma - 8),
+            0xf8 | (info.bit_depth_chroma - 8),
+            0, // numOfSequenceParameterSetExt
+        ]);
+    }
+    out
+}
+
+fn write_sets(out: &mut Vec<u8>, sets: &[&[u8]]) {
+    for nal in sets {
         // Lengths were checked against u16 on insertion.
         out.extend_from_slice(&(nal.len() as u16).to_be_bytes());
         out.extend_from_slice(nal);

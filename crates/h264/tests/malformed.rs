@@ -1,7 +1,10 @@
 //! Every entry point must return an error, never panic, whatever bytes it is given.
 
+use std::sync::OnceLock;
+
 use h264::{
-    ParameterSets, StreamFormat, annexb_to_avc, avc_to_annexb, classify, nal_units, parse_sps,
+    ParameterSets, Pps, Sps, StreamFormat, StreamParser, annexb_to_avc, avc_to_annexb, classify,
+    nal_units, parse_sps,
 };
 
 /// SPS (Baseline 16x16), PPS and an IDR slice behind four-byte start codes.
@@ -10,6 +13,27 @@ const KEYFRAME: [u8; 24] = [
     0, 0, 0, 1, 0x68, 0xce, 0x38, 0x80, //
     0, 0, 0, 1, 0x65, 0x88,
 ];
+
+/// The same with slice data behind the IDR slice header, so a [`StreamParser`] takes it.
+const FULL_KEYFRAME: [u8; 27] = [
+    0, 0, 0, 1, 0x67, 0x42, 0xc0, 0x0a, 0xda, 0x79, //
+    0, 0, 0, 1, 0x68, 0xce, 0x38, 0x80, //
+    0, 0, 0, 1, 0x65, 0x88, 0x84, 0xda, 0xc0,
+];
+
+/// A parser that has taken [`FULL_KEYFRAME`], so later units get past the PPS lookup.
+fn started_parser() -> StreamParser {
+    static STARTED: OnceLock<StreamParser> = OnceLock::new();
+    STARTED
+        .get_or_init(|| {
+            let mut parser = StreamParser::new();
+            parser
+                .push(&FULL_KEYFRAME, StreamFormat::ByteStream)
+                .unwrap();
+            parser
+        })
+        .clone()
+}
 
 const FORMATS: [StreamFormat; 5] = [
     StreamFormat::ByteStream,
@@ -29,14 +53,30 @@ fn exercise(bytes: &[u8]) {
         let mut sets = ParameterSets::default();
         let _ = sets.update_from_au(bytes, format);
         let _ = (sets.avcc(), sets.annexb_prefix(), sets.sps_info());
+        let _ = StreamParser::new().push(bytes, format);
+        let mut parser = started_parser();
+        if parser.push(bytes, format).is_ok() {
+            let active = parser.active().unwrap();
+            let _ = (active.avcc(), active.annexb_prefix(), active.sps_info());
+        }
     }
     for length_size in [0, 1, 2, 3, 4, 8] {
         let _ = avc_to_annexb(bytes, length_size);
         let _ = annexb_to_avc(bytes, length_size);
     }
     let _ = parse_sps(bytes);
+    if let Ok(sps) = Sps::parse(bytes) {
+        let _ = Pps::parse(bytes, &sps);
+    }
+    let sps = Sps::parse(&FULL_KEYFRAME[4..10]).unwrap();
+    let _ = Pps::parse(bytes, &sps);
     if let Ok((sets, _)) = ParameterSets::from_avcc(bytes) {
         let _ = (sets.avcc(), sets.annexb_prefix(), sets.sps_info());
+    }
+    let _ = StreamParser::new().load_avcc(bytes);
+    let mut parser = started_parser();
+    if parser.load_avcc(bytes).is_ok() {
+        let _ = parser.push(&FULL_KEYFRAME[18..], StreamFormat::ByteStream);
     }
 }
 
@@ -69,6 +109,13 @@ impl Noise {
 
 #[test]
 fn valid_inputs_parse() {
+    let parsed = started_parser()
+        .push(&FULL_KEYFRAME, StreamFormat::ByteStream)
+        .unwrap();
+    assert_eq!(
+        parsed.info,
+        classify(&FULL_KEYFRAME, StreamFormat::ByteStream).unwrap()
+    );
     let info = classify(&KEYFRAME, StreamFormat::ByteStream).unwrap();
     assert!(info.has_sps && info.has_pps);
     let mut sets = ParameterSets::default();
@@ -83,7 +130,14 @@ fn truncations_and_byte_flips() {
     sets.update_from_au(&KEYFRAME, StreamFormat::ByteStream)
         .unwrap();
     let avc = annexb_to_avc(&KEYFRAME, 4).unwrap();
-    for input in [KEYFRAME.to_vec(), avc, sets.avcc()] {
+    let full_avc = annexb_to_avc(&FULL_KEYFRAME, 4).unwrap();
+    for input in [
+        KEYFRAME.to_vec(),
+        avc,
+        sets.avcc(),
+        FULL_KEYFRAME.to_vec(),
+        full_avc,
+    ] {
         for len in 0..=input.len() {
             exercise(&input[..len]);
         }

@@ -968,6 +968,54 @@ mod tests {
         );
     }
 
+    #[test]
+    fn field_pictures() {
+        // 1920x1088 as two 544-line fields: 120 x 34 macroblocks per field.
+        let interlaced = SpsSpec {
+            frame_mbs_only: false,
+            height_map_units: 34,
+            crop: None,
+            ..SpsSpec::hd()
+        }
+        .nal();
+        let field = |first_mb, field_pic| SliceSpec {
+            first_mb,
+            field_pic: Some(field_pic),
+            ..SliceSpec::idr()
+        };
+        let mut parser = StreamParser::new();
+        let au = annex_b(&[&interlaced, &pps(0, 0), &field(0, true).nal()]);
+        push_ok(&mut parser, &au, BS);
+        assert_eq!(parser.sps_info().unwrap().height, 1088);
+        let last_in_field = field(120 * 34 - 1, true).nal();
+        push_ok(&mut parser, &annex_b(&[&last_in_field]), BS);
+        // Past the field, though still inside the frame.
+        assert!(matches!(
+            parser.push(&annex_b(&[&field(120 * 34, true).nal()]), BS),
+            Err(H264Error::OutOfRange {
+                field: "first_mb_in_slice",
+                ..
+            })
+        ));
+        // MBAFF frame (the SPS sets mb_adaptive_frame_field_flag): pairs count once.
+        push_ok(
+            &mut parser,
+            &annex_b(&[&field(120 * 34 - 1, false).nal()]),
+            BS,
+        );
+        assert!(
+            parser
+                .push(&annex_b(&[&field(120 * 34, false).nal()]), BS)
+                .is_err()
+        );
+        // A frame slice and a field slice are not one picture.
+        let mixed = annex_b(&[&field(0, false).nal(), &field(40, true).nal()]);
+        assert!(matches!(
+            parser.push(&mixed, BS),
+            Err(H264Error::Inconsistent(_))
+        ));
+    }
+
     /// xorshift64: deterministic noise.
     struct Noise(u64);
 

@@ -344,7 +344,7 @@ impl PpsSpec {
 }
 
 /// A slice whose header matches an [`SpsSpec`] (4-bit frame_num, 6-bit POC LSB for POC type
-/// 0, frames only) and a [`PpsSpec`] without weighted prediction, deblocking control or
+/// 0) and a [`PpsSpec`] without weighted prediction, deblocking control or
 /// redundant pictures, followed by a few bytes of slice data.
 #[derive(Clone)]
 pub(crate) struct SliceSpec {
@@ -359,6 +359,8 @@ pub(crate) struct SliceSpec {
     pub(crate) poc_lsb: u32,
     pub(crate) cabac: bool,
     pub(crate) qp_delta: i32,
+    /// For an SPS without frame_mbs_only_flag: field_pic_flag (a field is always the top one).
+    pub(crate) field_pic: Option<bool>,
 }
 
 impl SliceSpec {
@@ -376,6 +378,7 @@ impl SliceSpec {
             poc_lsb: 0,
             cabac: false,
             qp_delta: 0,
+            field_pic: None,
         }
     }
 
@@ -409,6 +412,12 @@ impl SliceSpec {
             .ue(self.slice_type)
             .ue(self.pps_id)
             .bits(4, self.frame_num.into());
+        if let Some(field_pic) = self.field_pic {
+            w.bit(field_pic);
+            if field_pic {
+                w.bit(false);
+            }
+        }
         if self.nal_type == 5 {
             w.ue(self.idr_pic_id);
         }

@@ -1,10 +1,11 @@
 //! Classification of real x264 output, checked frame by frame against h264parse's own
-//! reading of the same stream.
+//! reading of the same stream, and validation of real x264 and openh264 output by
+//! [`StreamParser`].
 //!
-//! Each test encodes 120 frames with `x264enc`, lets `h264parse` deliver access units to
-//! `multifilesink` (one file per buffer, so one file per AU exactly as the sink element would
-//! receive it) and logs what h264parse parsed. The tests fail, rather than skip, when the
-//! GStreamer tools or elements are missing.
+//! Each test encodes 120 frames with `x264enc` (or `openh264enc`), lets `h264parse` deliver
+//! access units to `multifilesink` (one file per buffer, so one file per AU exactly as the
+//! sink element would receive it) and logs what h264parse parsed. The tests fail, rather than
+//! skip, when the GStreamer tools or elements are missing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,8 @@ use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use h264::{
-    FrameKind, ParameterSets, SliceType, StreamFormat, annexb_to_avc, avc_to_annexb, classify,
-    nal_units,
+    FrameKind, ParameterSets, SliceType, StreamFormat, StreamParser, annexb_to_avc, avc_to_annexb,
+    classify, nal_type, nal_units,
 };
 
 const FRAMES: usize = 120;
@@ -61,7 +62,9 @@ const INSTALL_HINT: &str = "install them with: apt-get install -y gstreamer1.0-t
     gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
     gstreamer1.0-plugins-ugly";
 
-fn require_gstreamer() {
+/// Fails unless the GStreamer tools and the elements the pipelines use, `element` among
+/// them, are installed.
+fn require_gstreamer(element: &str) {
     for tool in ["gst-launch-1.0", "gst-inspect-1.0"] {
         let found = Command::new(tool).arg("--version").output();
         assert!(
@@ -69,7 +72,7 @@ fn require_gstreamer() {
             "{tool} is not available; {INSTALL_HINT}"
         );
     }
-    for element in ["videotestsrc", "x264enc", "h264parse", "multifilesink"] {
+    for element in ["videotestsrc", element, "h264parse", "multifilesink"] {
         let status = Command::new("gst-inspect-1.0")
             .args(["--exists", element])
             .status()
@@ -82,12 +85,26 @@ fn require_gstreamer() {
 }
 
 fn encode(name: &str, b_pyramid: bool, stream_format: &str) -> Encoded {
-    require_gstreamer();
+    encode_with(
+        name,
+        "format=I420,width=320,height=240",
+        &format!("x264enc bframes=3 key-int-max=15 b-pyramid={b_pyramid}"),
+        stream_format,
+    )
+}
+
+/// Encodes `FRAMES` frames of `raw` video (caps fields) with `encoder` (an element and its
+/// properties, optionally with more elements or caps around it).
+fn encode_with(name: &str, raw: &str, encoder: &str, stream_format: &str) -> Encoded {
+    // Elements only; caps (with a '/') need no plugin check.
+    for element in encoder.split(" ! ").filter(|e| !e.contains('/')) {
+        require_gstreamer(element.split(' ').next().unwrap());
+    }
     let dir = TempDir::new(name);
     let pipeline = [
         format!("videotestsrc num-buffers={FRAMES} pattern=ball"),
-        "video/x-raw,format=I420,width=320,height=240,framerate=24/1".into(),
-        format!("x264enc bframes=3 key-int-max=15 b-pyramid={b_pyramid}"),
+        format!("video/x-raw,{raw},framerate=24/1"),
+        encoder.into(),
         "h264parse".into(),
         format!("video/x-h264,stream-format={stream_format},alignment=au"),
         format!(
@@ -102,6 +119,7 @@ fn encode(name: &str, b_pyramid: bool, stream_format: &str) -> Encoded {
         }
         args.extend(element.split(' ').map(str::to_owned));
     }
+    let args: Vec<String> = args.into_iter().filter(|a| !a.is_empty()).collect();
     let out = Command::new("gst-launch-1.0")
         .args(&args)
         // h264parse logs NAL types, picture starts and slice types; the codec parser library
@@ -399,4 +417,398 @@ fn avc_with_b_pyramid() {
         let info = classify(&annex_b, StreamFormat::ByteStream).unwrap();
         assert_eq!(info, classify(au, encoded.format).unwrap());
     }
+}
+
+/// What a [`StreamParser`] made of a whole encoded stream.
+struct Validated {
+    /// Keyframes at which the active sets changed.
+    changes: usize,
+    keyframes: usize,
+}
+
+/// Feeds every AU to a [`StreamParser`] (primed with codec_data when there is one, as the
+/// sink is) and checks that it accepts all of them, classifies them as [`classify`] does and
+/// ends up with exactly the stream's own SPS/PPS as active sets.
+fn check_stream_parser(label: &str, encoded: &Encoded, size: (u32, u32)) -> Validated {
+    assert_eq!(
+        encoded.access_units.len(),
+        FRAMES,
+        "{label}: one AU per frame"
+    );
+    let mut parser = StreamParser::new();
+    if let Some(record) = &encoded.codec_data {
+        let length_size = parser
+            .load_avcc(record)
+            .unwrap_or_else(|e| panic!("{label}: codec_data refused: {e}"));
+        assert_eq!(StreamFormat::Avc { length_size }, encoded.format);
+    }
+    let mut validated = Validated {
+        changes: 0,
+        keyframes: 0,
+    };
+    for (i, au) in encoded.access_units.iter().enumerate() {
+        let parsed = parser
+            .push(au, encoded.format)
+            .unwrap_or_else(|e| panic!("{label}: AU {i} refused: {e}"));
+        assert_eq!(
+            parsed.info,
+            classify(au, encoded.format).unwrap(),
+            "{label}: AU {i}"
+        );
+        if parsed.info.kind == FrameKind::Key {
+            validated.keyframes += 1;
+            validated.changes += usize::from(parsed.active_changed);
+        } else {
+            assert!(!parsed.active_changed, "{label}: AU {i}");
+        }
+        if i == 0 {
+            assert!(parsed.active_changed, "{label}: first AU activates");
+        }
+    }
+
+    let active = parser.active().expect("active sets after a keyframe");
+    let info = active.sps_info();
+    assert_eq!((info.width, info.height), size, "{label}: active SPS size");
+    // The active sets are the ones the first keyframe carries in-band (the encoders here
+    // repeat the same SPS/PPS), in SPS-then-PPS order.
+    let mut in_band: Vec<&[u8]> = nal_units(&encoded.access_units[0], encoded.format)
+        .map(Result::unwrap)
+        .filter(|n| matches!(n.nal_type, nal_type::SPS | nal_type::PPS))
+        .map(|n| n.data)
+        .collect();
+    in_band.sort_by_key(|n| n[0] & 0x1f);
+    assert_eq!(active.nal_units().collect::<Vec<_>>(), in_band, "{label}");
+    let prefix: Vec<u8> = in_band
+        .iter()
+        .flat_map(|n| [&[0, 0, 0, 1][..], n].concat())
+        .collect();
+    assert_eq!(active.annexb_prefix(), prefix, "{label}: Annex B prefix");
+
+    // h264parse's codec_data, less the high-profile extension it may leave out.
+    if let Some(codec_data) = &encoded.codec_data {
+        let ours = active.avcc();
+        assert_eq!(&ours[..codec_data.len()], codec_data, "{label}: avcC");
+        let extension = &ours[codec_data.len()..];
+        assert!(
+            extension.is_empty()
+                || (extension.len() == 4 && matches!(info.profile_idc, 100 | 110 | 122)),
+            "{label}: avcC tail {extension:02x?}"
+        );
+    }
+    println!(
+        "{label}: all {FRAMES} AUs accepted, {} keyframes, active {} (SPS {}, PPS {:?}), {} byte avcC",
+        validated.keyframes,
+        info.codec_string(),
+        active.sps_id(),
+        active.pps_ids().collect::<Vec<_>>(),
+        active.avcc().len()
+    );
+    validated
+}
+
+/// One encoding to validate: label, raw caps, encoder, stream format, displayed size.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    (u32, u32),
+);
+
+fn validate_cases(cases: &[Case]) {
+    for &(label, raw, encoder, stream_format, size) in cases {
+        let encoded = encode_with(
+            &label.replace([' ', ',', '='], "-"),
+            raw,
+            encoder,
+            stream_format,
+        );
+        let validated = check_stream_parser(label, &encoded, size);
+        assert!(validated.keyframes > 0, "{label}");
+        assert_eq!(validated.changes, 1, "{label}: the sets never change");
+    }
+}
+
+#[test]
+fn stream_parser_accepts_x264_gop_structures() {
+    validate_cases(&[
+        (
+            "x264 no B-frames",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=0 key-int-max=15",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 B-frames without pyramid",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15 b-pyramid=false",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 B-pyramid, weighted prediction, 5 refs",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=3 key-int-max=30 b-pyramid=true weightb=true ref=5 option-string=weightp=2:direct=auto",
+            "avc",
+            (320, 240),
+        ),
+        (
+            "x264 CAVLC B-frames",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=2 key-int-max=15 cabac=false",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 zerolatency sliced threads",
+            "format=I420,width=320,height=240",
+            "x264enc tune=zerolatency sliced-threads=true threads=4 key-int-max=15",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 four slices per picture",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15 option-string=slices=4",
+            "avc",
+            (320, 240),
+        ),
+        (
+            "x264 interlaced (MBAFF)",
+            "format=I420,width=320,height=240",
+            "interlace field-pattern=2:2 ! x264enc bframes=2 key-int-max=15 interlaced=true",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 intra refresh",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=0 key-int-max=30 intra-refresh=true",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 sps-id 7",
+            "format=I420,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15 sps-id=7",
+            "avc",
+            (320, 240),
+        ),
+    ]);
+}
+
+#[test]
+fn stream_parser_accepts_x264_sizes_and_profiles() {
+    validate_cases(&[
+        (
+            "x264 176x144 baseline",
+            "format=I420,width=176,height=144",
+            "x264enc key-int-max=15 ! video/x-h264,profile=baseline",
+            "byte-stream",
+            (176, 144),
+        ),
+        (
+            "x264 640x360 main (cropped)",
+            "format=I420,width=640,height=360",
+            "x264enc bframes=3 key-int-max=15 ! video/x-h264,profile=main",
+            "avc",
+            (640, 360),
+        ),
+        (
+            "x264 1280x720",
+            "format=I420,width=1280,height=720",
+            "x264enc bframes=3 key-int-max=24 speed-preset=ultrafast",
+            "avc",
+            (1280, 720),
+        ),
+        (
+            "x264 odd 322x242",
+            "format=I420,width=322,height=242",
+            "x264enc bframes=1 key-int-max=15",
+            "byte-stream",
+            (322, 242),
+        ),
+        (
+            "x264 High 10",
+            "format=I420_10LE,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "x264 High 4:2:2",
+            "format=Y42B,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15",
+            "avc",
+            (320, 240),
+        ),
+        (
+            "x264 High 4:4:4",
+            "format=Y444,width=320,height=240",
+            "x264enc bframes=3 key-int-max=15",
+            "byte-stream",
+            (320, 240),
+        ),
+    ]);
+}
+
+#[test]
+fn stream_parser_accepts_openh264() {
+    validate_cases(&[
+        (
+            "openh264 320x240",
+            "format=I420,width=320,height=240",
+            "openh264enc gop-size=15",
+            "byte-stream",
+            (320, 240),
+        ),
+        (
+            "openh264 640x360 avc",
+            "format=I420,width=640,height=360",
+            "openh264enc gop-size=24",
+            "avc",
+            (640, 360),
+        ),
+        (
+            "openh264 1280x720 four slices",
+            "format=I420,width=1280,height=720",
+            "openh264enc gop-size=30 slice-mode=n-slices num-slices=4",
+            "byte-stream",
+            (1280, 720),
+        ),
+    ]);
+}
+
+/// The classic three x264 streams through the parser too, next to the h264parse cross-check.
+#[test]
+fn stream_parser_matches_h264parse_on_b_pyramid() {
+    for (label, stream_format) in [
+        ("pyramid byte-stream", "byte-stream"),
+        ("pyramid avc", "avc"),
+    ] {
+        let encoded = encode(&label.replace(' ', "-"), true, stream_format);
+        check_against_h264parse(label, &encoded);
+        let validated = check_stream_parser(label, &encoded, (320, 240));
+        assert_eq!(validated.changes, 1);
+    }
+}
+
+/// Splices the Annex B access unit `au` with `nal` inserted before its first slice.
+fn insert_before_slice(au: &[u8], nal: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut inserted = false;
+    for n in nal_units(au, StreamFormat::ByteStream) {
+        let n = n.unwrap();
+        if !inserted && matches!(n.nal_type, 1 | 5) {
+            out.extend_from_slice(&[0, 0, 0, 1]);
+            out.extend_from_slice(nal);
+            inserted = true;
+        }
+        out.extend_from_slice(&[0, 0, 0, 1]);
+        out.extend_from_slice(n.data);
+    }
+    out
+}
+
+#[test]
+fn real_stream_with_a_bogus_sps_or_a_garbled_keyframe() {
+    const BOGUS_SPS: [u8; 12] = [
+        0x67, 0x42, 0x12, 0x50, 0x42, 0x7f, 0x36, 0xef, 0xd0, 0x62, 0x72, 0x40,
+    ];
+    let label = "x264 with bad units";
+    let encoded = encode("bad-units", true, "byte-stream");
+    let mut parser = StreamParser::new();
+    let mut refused = Vec::new();
+    let mut noise = 0x2545_f491_4f6c_dd1du64;
+    let mut keyframes = 0;
+    for (i, au) in encoded.access_units.iter().enumerate() {
+        let key = classify(au, StreamFormat::ByteStream).unwrap().kind == FrameKind::Key;
+        keyframes += usize::from(key);
+        if key && keyframes == 3 {
+            // The bogus SPS inside a keyframe, as it was found: refused as a whole.
+            let with_bogus = insert_before_slice(au, &BOGUS_SPS);
+            assert!(parser.push(&with_bogus, StreamFormat::ByteStream).is_err());
+            refused.push(i);
+        }
+        if key && keyframes == 5 {
+            // The keyframe's slice data replaced by noise after its NAL header.
+            let mut garbled = Vec::new();
+            for n in nal_units(au, StreamFormat::ByteStream) {
+                let n = n.unwrap();
+                garbled.extend_from_slice(&[0, 0, 0, 1]);
+                if n.nal_type == 5 {
+                    garbled.push(n.data[0]);
+                    garbled.extend((1..n.data.len()).map(|_| {
+                        noise ^= noise << 13;
+                        noise ^= noise >> 7;
+                        noise ^= noise << 17;
+                        // Keep start codes out of the noise.
+                        (noise as u8) | 0x10
+                    }));
+                } else {
+                    garbled.extend_from_slice(n.data);
+                }
+            }
+            assert!(parser.push(&garbled, StreamFormat::ByteStream).is_err());
+            refused.push(i);
+        }
+        let parsed = parser
+            .push(au, StreamFormat::ByteStream)
+            .unwrap_or_else(|e| panic!("{label}: AU {i}: {e}"));
+        assert_eq!(parsed.active_changed, i == 0, "{label}: AU {i}");
+    }
+    assert_eq!(refused.len(), 2);
+    let active = parser.active().unwrap();
+    assert_eq!(active.sps_id(), 0);
+    assert_eq!(active.pps_ids().collect::<Vec<_>>(), [0]);
+    assert_eq!(active.sps_info().level_idc, 20);
+}
+
+#[test]
+fn real_resolution_change_switches_the_active_sets() {
+    let small = encode_with(
+        "switch-small",
+        "format=I420,width=320,height=240",
+        "x264enc bframes=2 key-int-max=15",
+        "byte-stream",
+    );
+    let large = encode_with(
+        "switch-large",
+        "format=I420,width=640,height=360",
+        "x264enc bframes=2 key-int-max=15",
+        "byte-stream",
+    );
+    let mut parser = StreamParser::new();
+    let mut changes = Vec::new();
+    for (i, au) in small
+        .access_units
+        .iter()
+        .chain(&large.access_units)
+        .enumerate()
+    {
+        let parsed = parser
+            .push(au, StreamFormat::ByteStream)
+            .unwrap_or_else(|e| panic!("AU {i}: {e}"));
+        if parsed.active_changed {
+            changes.push(i);
+        }
+        if i == FRAMES - 1 {
+            let info = parser.sps_info().unwrap();
+            assert_eq!((info.width, info.height), (320, 240));
+        }
+    }
+    // Same SPS id, new content: the active sets switch at the new stream's first keyframe.
+    assert_eq!(changes, [0, FRAMES]);
+    let active = parser.active().unwrap();
+    assert_eq!(active.sps_id(), 0);
+    let info = active.sps_info();
+    assert_eq!((info.width, info.height), (640, 360));
+    let first = &large.access_units[0];
+    let in_band: Vec<u8> = nal_units(first, StreamFormat::ByteStream)
+        .map(Result::unwrap)
+        .filter(|n| matches!(n.nal_type, nal_type::SPS | nal_type::PPS))
+        .flat_map(|n| [&[0, 0, 0, 1][..], n.data].concat())
+        .collect();
+    assert_eq!(active.annexb_prefix(), in_band);
 }

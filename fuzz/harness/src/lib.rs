@@ -1,0 +1,7 @@
+//! Support code for the fuzz targets in `fuzz/fuzz_targets`: the structured input of the
+//! `receive_path` target, and (in `src/bin/make-seeds.rs`) the seed corpus generator.
+//!
+//! Kept out of the fuzz target crate so the generator, an ordinary program, does not link
+//! libFuzzer.
+
+pub mod receive;

@@ -115,7 +115,7 @@ impl Sps {
             return Err(out_of_range("pic_height_in_map_units_minus1", height - 1));
         }
         if r.bit("vui_parameters_present_flag")? {
-            read_vui(&mut r, sps.max_num_ref_frames)?;
+            read_vui(&mut r)?;
         }
         r.finish("SPS")?;
         Ok(sps)
@@ -313,7 +313,7 @@ fn read_sps(nal: &[u8]) -> Result<(Sps, BitReader<'_>), H264Error> {
 
 /// vui_parameters(): nothing in it is needed, but walking it is the only way to find where
 /// the SPS ends, and its ranges catch corruption past the fields we use.
-fn read_vui(r: &mut BitReader<'_>, max_num_ref_frames: u32) -> Result<(), H264Error> {
+fn read_vui(r: &mut BitReader<'_>) -> Result<(), H264Error> {
     if r.bit("aspect_ratio_info_present_flag")? && r.bits(8, "aspect_ratio_idc")? == 255 {
         r.bits(16, "sar_width")?;
         r.bits(16, "sar_height")?;
@@ -355,18 +355,11 @@ fn read_vui(r: &mut BitReader<'_>, max_num_ref_frames: u32) -> Result<(), H264Er
         r.ue_max(16, "max_bits_per_mb_denom")?;
         r.ue_max(16, "log2_max_mv_length_horizontal")?;
         r.ue_max(16, "log2_max_mv_length_vertical")?;
-        let reorder = r.ue_max(MAX_DPB_FRAMES, "max_num_reorder_frames")?;
-        let buffering = r.ue_max(MAX_DPB_FRAMES, "max_dec_frame_buffering")?;
-        if reorder > buffering {
-            return Err(H264Error::Inconsistent(
-                "max_num_reorder_frames exceeds max_dec_frame_buffering",
-            ));
-        }
-        if buffering < max_num_ref_frames {
-            return Err(H264Error::Inconsistent(
-                "max_dec_frame_buffering is below max_num_ref_frames",
-            ));
-        }
+        // Each at most the largest DPB. How they relate to each other and to
+        // max_num_ref_frames is not checked: decoders cope with encoders that get it wrong,
+        // and refusing a whole stream for it would do more harm than the error.
+        r.ue_max(MAX_DPB_FRAMES, "max_num_reorder_frames")?;
+        r.ue_max(MAX_DPB_FRAMES, "max_dec_frame_buffering")?;
     }
     Ok(())
 }
@@ -804,21 +797,16 @@ mod tests {
 
     #[test]
     fn strict_parse_checks_vui_and_trailing_bits() {
-        let inconsistent = |spec: SpsSpec| {
-            assert!(matches!(
-                Sps::parse(&spec.nal()),
-                Err(H264Error::Inconsistent(_))
-            ))
-        };
-        inconsistent(SpsSpec {
-            vui: Some((3, 2)),
-            ..SpsSpec::hd()
-        });
-        inconsistent(SpsSpec {
-            vui: Some((0, 1)),
-            max_num_ref_frames: 2,
-            ..SpsSpec::hd()
-        });
+        // Reorder depth, DPB size and reference count that contradict each other are
+        // tolerated (only their ranges are checked).
+        for (vui, max_num_ref_frames) in [(Some((3, 2)), 1), (Some((0, 1)), 2)] {
+            let spec = SpsSpec {
+                vui,
+                max_num_ref_frames,
+                ..SpsSpec::hd()
+            };
+            assert!(Sps::parse(&spec.nal()).is_ok());
+        }
         // One bit too many after the last field, with and without a VUI.
         for vui in [None, Some((0, 1))] {
             let spec = SpsSpec {

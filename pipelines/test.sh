@@ -9,3 +9,4 @@ cargo build --workspace --all-targets --locked
 MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"
 export MOQ_RELAY
 cargo test --workspace --locked -- --test-threads=2
+bash pipelines/fuzz.sh 20

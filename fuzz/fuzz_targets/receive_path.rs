@@ -1,6 +1,7 @@
 //! The receiver's decisions: `ReorderBuffer` and `PlayoutClock` driven by a scenario of
 //! arrivals, pops, deadlines, lost groups and flushes (see `moq_fuzz_harness::receive`), with
-//! frame header fields anywhere in their range.
+//! frame header fields anywhere in their range: pushed as they are, or first through the
+//! header's wire encoding as `moqsrc` receives them (`Scenario::wire`).
 //!
 //! Properties, besides "no panic":
 //! - output frames leave in strictly increasing decode index between flushes;
@@ -9,12 +10,13 @@
 //! - only keyframes carry a jump;
 //! - stamped DTS never decreases between clock resets, and PTS is never before DTS;
 //! - the buffer holds exactly the frames pushed and not yet popped;
-//! - a deadline lies in the future, and waiting never changes a decision by itself.
+//! - a deadline is not in the past (a deadline of now means a frame is ready), and before
+//!   it waiting never changes a decision by itself.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use moq_fuzz_harness::receive::{INITIAL, Op, Scenario};
+use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
 use moq_media::catalog::TrackRole;
 use moq_media::reorder::{Frame, Popped, Pushed};
 use moq_media::{FrameHeader, PlayoutClock, ReorderBuffer};
@@ -24,6 +26,8 @@ use h264::FrameKind;
 struct Receiver {
     buffer: ReorderBuffer<u64>,
     clock: PlayoutClock,
+    /// Headers pass through the wire encoding first.
+    wire: bool,
     now: u64,
     /// The last pushed header, which relative fields of the next one refer to.
     previous: FrameHeader,
@@ -40,6 +44,7 @@ impl Receiver {
         Receiver {
             buffer: ReorderBuffer::new(scenario.target_ns, scenario.skip_forward),
             clock: PlayoutClock::new(scenario.latency_ns),
+            wire: scenario.wire,
             now: 0,
             previous: INITIAL,
             pushed: 0,
@@ -48,6 +53,19 @@ impl Receiver {
             need_key: true,
             last_stamped_dts: None,
         }
+    }
+
+    /// The header of the next frame, as the receiver gets it.
+    fn receive(&self, spec: &HeaderSpec) -> FrameHeader {
+        let header = spec.resolve(&self.previous);
+        if !self.wire {
+            return header;
+        }
+        let mut payload = Vec::new();
+        header.encode(&mut payload);
+        FrameHeader::decode(&payload)
+            .expect("an encoded header decodes")
+            .0
     }
 
     fn push(&mut self, header: FrameHeader, layer: TrackRole) {
@@ -139,7 +157,7 @@ impl Receiver {
     /// as it returns nothing.
     fn check_waiting(&mut self) {
         let until = match self.buffer.deadline(self.now) {
-            Some(deadline) => deadline - 1,
+            Some(deadline) => deadline.saturating_sub(1).max(self.now),
             None => u64::MAX,
         };
         for t in [self.now, until] {
@@ -159,13 +177,18 @@ impl Receiver {
                 enhancement,
             } => {
                 self.now = at.resolve(self.now);
-                let header = header.resolve(&self.previous);
-                let layer = if *enhancement {
-                    TrackRole::Enhancement
-                } else {
-                    TrackRole::Base
-                };
-                self.push(header, layer);
+                self.push(self.receive(header), layer(*enhancement));
+            }
+            Op::Burst {
+                at,
+                header,
+                enhancement,
+                count,
+            } => {
+                self.now = at.resolve(self.now);
+                for _ in 0..*count {
+                    self.push(self.receive(header), layer(*enhancement));
+                }
             }
             Op::Pop(at) => {
                 self.now = at.resolve(self.now);
@@ -185,7 +208,10 @@ impl Receiver {
             Op::Deadline(at) => {
                 self.now = at.resolve(self.now);
                 if let Some(deadline) = self.buffer.deadline(self.now) {
-                    assert!(deadline > self.now, "deadline {deadline} is not after now");
+                    assert!(deadline >= self.now, "deadline {deadline} is before now");
+                    if deadline == self.now {
+                        assert!(self.pop(), "nothing to do at a deadline of now");
+                    }
                 }
             }
             Op::GroupLost(step) => {
@@ -207,6 +233,14 @@ impl Receiver {
         }
         assert_eq!(self.buffer.len(), self.held);
         assert_eq!(self.buffer.is_empty(), self.held == 0);
+    }
+}
+
+fn layer(enhancement: bool) -> TrackRole {
+    if enhancement {
+        TrackRole::Enhancement
+    } else {
+        TrackRole::Base
     }
 }
 

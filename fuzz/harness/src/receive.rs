@@ -21,6 +21,10 @@ pub struct Scenario {
     pub skip_forward: bool,
     /// Buffering downstream of the source, ns (the playout clock's rebuffer threshold).
     pub latency_ns: u64,
+    /// Headers go through `FrameHeader::encode` and `decode` before they are pushed, as in
+    /// `moqsrc`: values beyond what the wire carries are clamped. Otherwise they are pushed
+    /// as they are, which tests the buffer's own range handling.
+    pub wire: bool,
     pub ops: Vec<Op>,
 }
 
@@ -32,6 +36,14 @@ pub enum Op {
         at: Time,
         header: HeaderSpec,
         enhancement: bool,
+    },
+    /// `count` frames arrive at once, each header `header` applied to the one before (so
+    /// `Delta(1)` decode indices count up); a few bursts fill the buffer.
+    Burst {
+        at: Time,
+        header: HeaderSpec,
+        enhancement: bool,
+        count: u8,
     },
     /// One `pop`.
     Pop(Time),
@@ -288,7 +300,7 @@ impl Encoder {
     }
 
     fn op(&mut self, op: &Op) {
-        const OPS: u32 = 7;
+        const OPS: u32 = 8;
         match op {
             Op::Push {
                 at,
@@ -300,24 +312,36 @@ impl Encoder {
                 self.header(header);
                 self.bool(*enhancement);
             }
-            Op::Pop(t) => {
+            Op::Burst {
+                at,
+                header,
+                enhancement,
+                count,
+            } => {
                 self.variant(1, OPS);
-                self.time(*t);
+                self.time(*at);
+                self.header(header);
+                self.bool(*enhancement);
+                self.u8(*count);
             }
-            Op::Drain(t) => {
+            Op::Pop(t) => {
                 self.variant(2, OPS);
                 self.time(*t);
             }
-            Op::Deadline(t) => {
+            Op::Drain(t) => {
                 self.variant(3, OPS);
                 self.time(*t);
             }
-            Op::GroupLost(s) => {
+            Op::Deadline(t) => {
                 self.variant(4, OPS);
+                self.time(*t);
+            }
+            Op::GroupLost(s) => {
+                self.variant(5, OPS);
                 self.step(*s);
             }
-            Op::Clear => self.variant(5, OPS),
-            Op::ResetClock => self.variant(6, OPS),
+            Op::Clear => self.variant(6, OPS),
+            Op::ResetClock => self.variant(7, OPS),
         }
     }
 
@@ -327,6 +351,7 @@ impl Encoder {
         e.u64(scenario.target_ns);
         e.bool(scenario.skip_forward);
         e.u64(scenario.latency_ns);
+        e.bool(scenario.wire);
         for op in &scenario.ops {
             e.bool(true);
             e.op(op);
@@ -361,11 +386,18 @@ mod tests {
             target_ns: 100_000_000,
             skip_forward: true,
             latency_ns: u64::MAX,
+            wire: true,
             ops: vec![
                 Op::Push {
                     at: Time::After(41_666_667),
                     header,
                     enhancement: true,
+                },
+                Op::Burst {
+                    at: Time::After(1),
+                    header,
+                    enhancement: false,
+                    count: 255,
                 },
                 Op::Pop(Time::At(5)),
                 Op::Drain(Time::After(0)),
@@ -376,6 +408,49 @@ mod tests {
             ],
         };
         assert_eq!(decode(&Encoder::scenario(&scenario)), scenario);
+    }
+
+    /// The committed reproducers decode to the scenarios they were written from; a change
+    /// to the input model that breaks this must rewrite them.
+    #[test]
+    fn regressions_decode_as_written() {
+        const MS: u64 = 1_000_000;
+        let push = |at, kind, decode_index, base_group, base_index| Op::Push {
+            at: Time::After(at),
+            header: HeaderSpec {
+                kind,
+                slice: if kind == Kind::Key {
+                    Slice::I
+                } else {
+                    Slice::P
+                },
+                decode_index: Step::Abs(decode_index),
+                dts: Stamp::Abs(decode_index as i64 * 41_667),
+                pts: Stamp::Delta(0),
+                duration: Step::Abs(41_667),
+                availability_us: Step::Abs(0),
+                base_group: Step::Abs(base_group),
+                base_index: Step::Abs(base_index),
+            },
+            enhancement: false,
+        };
+        // A keyframe of group 5 is output; behind it waits a base frame of the older group
+        // 3 after a gap in the base layer, and some group was lost.
+        let older_group = Scenario {
+            target_ns: 100 * MS,
+            skip_forward: false,
+            latency_ns: 100 * MS,
+            wire: true,
+            ops: vec![
+                push(0, Kind::Key, 1, 5, 10),
+                push(1_000_000, Kind::Reference, 3, 3, 20),
+                Op::GroupLost(Step::Abs(7)),
+                Op::Drain(Time::After(0)),
+            ],
+        };
+        let bytes = include_bytes!("../../regressions/receive_path/older-group-behind-base-gap");
+        assert_eq!(decode(bytes), older_group);
+        assert_eq!(Encoder::scenario(&older_group), bytes);
     }
 
     #[test]

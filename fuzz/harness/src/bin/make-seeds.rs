@@ -944,6 +944,7 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             target_ns: 100 * MS,
             skip_forward: false,
             latency_ns: 100 * MS,
+            wire: true,
             ops: ops_for(&arrivals(stream, DeliveryMode::Baseline), drain),
         },
     ));
@@ -961,6 +962,7 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             target_ns: 100 * MS,
             skip_forward: true,
             latency_ns: 100 * MS,
+            wire: true,
             ops: ops_for(&combined, |_, _| {
                 vec![
                     Op::Pop(Time::After(0)),
@@ -997,6 +999,7 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             target_ns: 100 * MS,
             skip_forward: true,
             latency_ns: 100 * MS,
+            wire: true,
             ops: ops_for(&lossy, |_, a| {
                 let mut ops = vec![Op::Drain(Time::After(0))];
                 if a.header.base_group == second_group + 1 && a.header.kind == FrameKind::Key {
@@ -1018,6 +1021,7 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             target_ns: 200 * MS,
             skip_forward: true,
             latency_ns: 50 * MS,
+            wire: true,
             ops: ops_for(&stalled, |_, _| {
                 vec![
                     Op::Deadline(Time::After(0)),
@@ -1041,6 +1045,7 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             target_ns: 100 * MS,
             skip_forward: false,
             latency_ns: 100 * MS,
+            wire: true,
             ops: ops_for(&arrivals(stream, DeliveryMode::Baseline), |i, _| {
                 let mut ops = vec![Op::Drain(Time::After(0))];
                 if i + 1 == flush_at {

@@ -46,7 +46,21 @@ fn unix_now() -> Duration {
         .expect("clock after 1970")
 }
 
+/// Backlog budget that never binds in a 30 s run: the thesis's in-order modes, whose
+/// latency grows like the fluid model.
+const UNBOUNDED_BACKLOG_MS: u32 = 600_000;
+
 fn run_through_link(delivery: &str, skip_forward: bool, link_kbit: u64) -> Run {
+    run_with_budget(delivery, skip_forward, link_kbit, None)
+}
+
+/// `max_backlog_ms`: moqsink's `max-backlog`, or its default.
+fn run_with_budget(
+    delivery: &str,
+    skip_forward: bool,
+    link_kbit: u64,
+    max_backlog_ms: Option<u32>,
+) -> Run {
     init();
     let port = free_udp_port();
     let sender = gst::parse::launch(REFERENCE_SENDER)
@@ -56,6 +70,9 @@ fn run_through_link(delivery: &str, skip_forward: bool, link_kbit: u64) -> Run {
     let sink = sender.by_name("sink").expect("moqsink");
     sink.set_property("listen", format!("127.0.0.1:{port}"));
     sink.set_property_from_str("delivery", delivery);
+    if let Some(ms) = max_backlog_ms {
+        sink.set_property("max-backlog", ms);
+    }
     let media_bytes = Arc::new(Mutex::new(0u64));
     let counted = media_bytes.clone();
     sink.static_pad("sink")
@@ -234,7 +251,7 @@ impl Run {
 
 #[test]
 fn baseline_latency_grows_like_the_fluid_model() {
-    let run = run_through_link("baseline", false, LINK_KBIT);
+    let run = run_with_budget("baseline", false, LINK_KBIT, Some(UNBOUNDED_BACKLOG_MS));
     run.assert_everything_decodes("baseline");
     let (slope, model) = (run.latency_slope(), run.fluid_slope());
     eprintln!("baseline: latency slope {slope:.3} s/s, fluid model {model:.3} s/s");
@@ -251,7 +268,12 @@ fn baseline_latency_grows_like_the_fluid_model() {
 
 #[test]
 fn deprioritize_b_sheds_non_reference_frames_and_grows_slower() {
-    let run = run_through_link("deprioritize-b", false, LINK_KBIT);
+    let run = run_with_budget(
+        "deprioritize-b",
+        false,
+        LINK_KBIT,
+        Some(UNBOUNDED_BACKLOG_MS),
+    );
     run.assert_everything_decodes("deprioritize-b");
     let (slope, model) = (run.latency_slope(), run.fluid_slope());
     eprintln!("deprioritize-b: latency slope {slope:.3} s/s, in-order fluid model {model:.3} s/s");
@@ -267,6 +289,20 @@ fn deprioritize_b_sheds_non_reference_frames_and_grows_slower() {
         slope < 0.8 * model,
         "slope {slope:.3} not clearly below the in-order {model:.3}"
     );
+}
+
+#[test]
+fn the_backlog_budget_bounds_baseline_latency_and_memory() {
+    let run = run_with_budget("baseline", false, LINK_KBIT, Some(2_000));
+    run.assert_everything_decodes("baseline, 2 s budget");
+    let late = run.median_latency(22.0, 26.0);
+    eprintln!("baseline with a 2 s budget: median latency {late:.2} s at 22-26 s");
+    assert!(
+        run.sink_stat("base-groups-over-budget") > 0,
+        "the budget never dropped a group"
+    );
+    // Unbounded, the in-order stream is ~9 s late by then (fluid model slope ~0.35).
+    assert!(late < 4.0, "latency {late:.2} s despite the 2 s budget");
 }
 
 #[test]

@@ -3,12 +3,14 @@
 //! - [`header`]: the per-frame header at the start of every video object payload;
 //! - [`catalog`]: the JSON catalog track;
 //! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
+//! - [`keyframes`]: when a new subscriber's keyframe request goes to the encoder;
 //! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source.
 
 pub mod catalog;
 pub mod header;
+pub mod keyframes;
 pub mod mapping;
 pub mod metrics;
 pub mod playout;
@@ -16,6 +18,7 @@ pub mod reorder;
 
 pub use catalog::{Catalog, TrackRole};
 pub use header::FrameHeader;
+pub use keyframes::KeyframeRequests;
 pub use mapping::{DeliveryMode, Mapper, Placement};
 pub use playout::PlayoutClock;
 pub use reorder::ReorderBuffer;

@@ -56,6 +56,8 @@ pub enum DropReason {
     Skipped,
     /// The same decode index is already buffered.
     Duplicate,
+    /// The buffer held more frames than it may: the oldest goes, whatever it waited for.
+    Overflow,
 }
 
 /// A jump over missing media.
@@ -84,6 +86,10 @@ struct LastOutput {
     base_group: u64,
     end_dts: i64,
 }
+
+/// Frames the buffer holds at most (over a minute at 60 fps). Only a sender that never
+/// fills its gaps gets here; past it the oldest frame leaves so memory stays bounded.
+pub const MAX_BUFFERED: usize = 4096;
 
 #[derive(Debug)]
 pub struct ReorderBuffer<T> {
@@ -173,12 +179,18 @@ impl<T> ReorderBuffer<T> {
     /// a new frame or a lost group can.
     pub fn deadline(&self, now: u64) -> Option<u64> {
         let front = self.buffer.values().next()?;
+        if self.buffer.len() > MAX_BUFFERED {
+            return Some(now);
+        }
         Some(front.arrival.saturating_add(self.target_ns)).filter(|d| *d > now)
     }
 
     /// Takes the next frame to output or drop at time `now`, if any is ready.
     pub fn pop(&mut self, now: u64) -> Option<Popped<T>> {
         let front = self.buffer.values().next()?;
+        if self.buffer.len() > MAX_BUFFERED {
+            return self.drop_front(DropReason::Overflow);
+        }
         let decision = match self.last {
             None => self.decide_first(front, now),
             Some(last) => match front.layer {
@@ -646,5 +658,35 @@ mod tests {
             assert!(matches!(r.push(key(max, max, max, 2)), Pushed::Dropped(..)));
             assert!(r.pop(u64::MAX).is_none());
         }
+    }
+
+    #[test]
+    fn a_buffer_that_never_fills_its_gaps_stays_bounded() {
+        // Without skip-forward a keyframe behind a gap waits for the gap; a sender that
+        // never fills it must not grow the buffer without bound.
+        let mut r = ReorderBuffer::new(TARGET, false);
+        push(&mut r, key(0, 0, 0, 0));
+        assert_eq!(drain(&mut r, 0).0, [0]);
+        for d in 2..(MAX_BUFFERED as u64 + 10) {
+            push(&mut r, p(d, 0, d, 0));
+        }
+        assert!(r.len() > MAX_BUFFERED);
+        assert_eq!(r.deadline(5), Some(5));
+        // The overflow drops the oldest; with a base frame gone the rest cannot decode.
+        let extra = r.len() - MAX_BUFFERED;
+        assert_eq!(extra, 8);
+        let (out, dropped, _) = drain(&mut r, 1);
+        assert!(out.is_empty());
+        assert!(
+            dropped[..extra]
+                .iter()
+                .all(|(_, why)| *why == DropReason::Overflow)
+        );
+        assert!(
+            dropped[extra..]
+                .iter()
+                .all(|(_, why)| *why == DropReason::Undecodable)
+        );
+        assert!(r.is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! QUIC endpoints: a server that accepts MoQ sessions, and client connections.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use tokio::sync::mpsc;
 
 use crate::error::SessionError;
+use crate::scheduler::PublishLimits;
 use crate::session::{Session, SessionConfig};
 use crate::tls::{ServerIdentity, Trust};
 use crate::track::{Broadcast, lock};
@@ -17,16 +19,36 @@ use crate::url::MoqUrl;
 /// A dead peer is noticed after this long without packets.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 const KEEP_ALIVE: Duration = Duration::from_secs(1);
-/// Streams the peer may open at once. Per-frame enhancement streams that are starved
-/// pile up, so grant far more than the handful a GoP-per-stream mapping needs.
-const MAX_UNI_STREAMS: u32 = 10_000;
+/// Streams a publisher may open at once toward us. Per-frame enhancement streams that are
+/// starved pile up, so grant far more than the handful a GoP-per-stream mapping needs.
+const MAX_MEDIA_STREAMS: u32 = 10_000;
+/// Bytes a publisher may send us ahead of what we read, over all streams: with the
+/// session's reassembly budget, this bounds what a subscriber holds when its pipeline
+/// stops pulling (QUIC flow control then throttles the publisher).
+const MEDIA_RECEIVE_WINDOW: u32 = 8 << 20;
+const MEDIA_STREAM_RECEIVE_WINDOW: u32 = 2 << 20;
+/// A peer that only subscribes sends us control messages and nothing else.
+const CONTROL_RECEIVE_WINDOW: u32 = 1 << 20;
+const CONTROL_STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
+/// Handshakes a server has under way at once; more wait in the kernel or time out.
+const MAX_INCOMING: usize = 256;
 
-fn transport() -> Arc<quinn::TransportConfig> {
+/// Transport settings; `receives_media` when the peer publishes to us.
+fn transport(receives_media: bool) -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
-    t.max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("valid idle timeout")))
+    let idle = quinn::IdleTimeout::try_from(IDLE_TIMEOUT).ok();
+    t.max_idle_timeout(idle)
         .keep_alive_interval(Some(KEEP_ALIVE))
-        .max_concurrent_uni_streams(MAX_UNI_STREAMS.into())
         .max_concurrent_bidi_streams(4u32.into());
+    if receives_media {
+        t.max_concurrent_uni_streams(MAX_MEDIA_STREAMS.into())
+            .receive_window(MEDIA_RECEIVE_WINDOW.into())
+            .stream_receive_window(MEDIA_STREAM_RECEIVE_WINDOW.into());
+    } else {
+        t.max_concurrent_uni_streams(16u32.into())
+            .receive_window(CONTROL_RECEIVE_WINDOW.into())
+            .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into());
+    }
     Arc::new(t)
 }
 
@@ -38,7 +60,26 @@ fn endpoint_error(err: impl std::fmt::Display) -> SessionError {
 #[derive(Debug)]
 pub struct Server {
     endpoint: quinn::Endpoint,
+    local_addr: SocketAddr,
     sessions: Arc<Mutex<Vec<Session>>>,
+}
+
+/// What a server allows its peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Sessions served at once (handshakes included); more are refused.
+    pub max_sessions: usize,
+    /// What each session's subscriptions may cost.
+    pub publish: PublishLimits,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_sessions: 1000,
+            publish: PublishLimits::default(),
+        }
+    }
 }
 
 /// What happened to a peer, for the element's log and messages.
@@ -49,33 +90,43 @@ pub enum ServerEvent {
     Disconnected(SocketAddr, SessionError),
 }
 
+/// Events kept for a slow reader; more are dropped (they are informative only).
+pub const EVENT_QUEUE: usize = 64;
+
 impl Server {
-    /// Binds `addr` and serves `broadcast` to every session. Must run inside a tokio runtime.
+    /// Binds `addr` and serves `broadcast` to every session. Must run inside a tokio
+    /// runtime. `events` is never waited on: when it is full, events are dropped.
     pub fn bind(
         addr: SocketAddr,
         identity: &ServerIdentity,
         broadcast: Broadcast,
-        events: mpsc::UnboundedSender<ServerEvent>,
+        limits: ServerLimits,
+        events: mpsc::Sender<ServerEvent>,
     ) -> Result<Server, SessionError> {
         let tls = identity.rustls_config(ALPN)?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(transport());
+        config.transport_config(transport(false));
+        config.max_incoming(MAX_INCOMING);
         let endpoint = quinn::Endpoint::server(config, addr).map_err(endpoint_error)?;
+        let local_addr = endpoint.local_addr().map_err(endpoint_error)?;
         let sessions = Arc::new(Mutex::new(Vec::new()));
         tokio::spawn(accept_loop(
             endpoint.clone(),
             broadcast,
+            limits,
             sessions.clone(),
             events,
         ));
-        Ok(Server { endpoint, sessions })
+        Ok(Server {
+            endpoint,
+            local_addr,
+            sessions,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.endpoint
-            .local_addr()
-            .expect("a bound endpoint has an address")
+        self.local_addr
     }
 
     pub fn session_count(&self) -> usize {
@@ -98,50 +149,78 @@ impl Drop for Server {
     }
 }
 
+/// Counts a session (or handshake) against the limit while alive.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 async fn accept_loop(
     endpoint: quinn::Endpoint,
     broadcast: Broadcast,
+    limits: ServerLimits,
     sessions: Arc<Mutex<Vec<Session>>>,
-    events: mpsc::UnboundedSender<ServerEvent>,
+    events: mpsc::Sender<ServerEvent>,
 ) {
+    let live = Arc::new(AtomicUsize::new(0));
     while let Some(incoming) = endpoint.accept().await {
+        let peer = incoming.remote_address();
+        if live.load(Ordering::Relaxed) >= limits.max_sessions {
+            incoming.refuse();
+            let _ = events.try_send(ServerEvent::Rejected(
+                peer,
+                SessionError::Refused(format!(
+                    "already serving {} sessions (the limit)",
+                    limits.max_sessions
+                )),
+            ));
+            continue;
+        }
+        live.fetch_add(1, Ordering::Relaxed);
+        let slot = Slot(live.clone());
         let broadcast = broadcast.clone();
         let sessions = sessions.clone();
         let events = events.clone();
         tokio::spawn(async move {
-            let peer = incoming.remote_address();
+            let _slot = slot;
             let conn = match incoming.await {
                 Ok(conn) => conn,
                 Err(err) => {
-                    let _ = events.send(ServerEvent::Rejected(peer, err.into()));
+                    let _ = events.try_send(ServerEvent::Rejected(peer, err.into()));
                     return;
                 }
             };
             let config = SessionConfig {
                 publish: Some(broadcast),
                 path: None,
+                limits: limits.publish,
             };
             let session = match Session::server(conn, config).await {
                 Ok(session) => session,
                 Err(err) => {
-                    let _ = events.send(ServerEvent::Rejected(peer, err));
+                    let _ = events.try_send(ServerEvent::Rejected(peer, err));
                     return;
                 }
             };
             lock(&sessions).push(session.clone());
-            let _ = events.send(ServerEvent::Connected(peer));
+            let _ = events.try_send(ServerEvent::Connected(peer));
             let reason = session.closed().await;
             lock(&sessions).retain(|s| !Arc::ptr_eq(&s.inner, &session.inner));
-            let _ = events.send(ServerEvent::Disconnected(peer, reason));
+            let _ = events.try_send(ServerEvent::Disconnected(peer, reason));
         });
     }
 }
 
-/// Connects to a MoQ server and runs SETUP. Must run inside a tokio runtime.
+/// Connects to a MoQ server and runs SETUP. Must run inside a tokio runtime. The URL's
+/// path goes in the PATH setup parameter unless `config` sets one; a session that
+/// publishes (`config.publish`) receives no media and grants the peer little buffer.
 pub async fn connect(
     url: &MoqUrl,
     trust: &Trust,
-    publish: Option<Broadcast>,
+    mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
     let authority = url.authority();
     let addr = tokio::task::spawn_blocking({
@@ -152,26 +231,20 @@ pub async fn connect(
     .map_err(endpoint_error)?
     .map_err(|_| SessionError::Resolve(authority.clone()))?
     .ok_or(SessionError::Resolve(authority))?;
-    let bind: SocketAddr = if addr.is_ipv6() {
-        "[::]:0".parse().expect("valid address")
+    let bind = if addr.is_ipv6() {
+        SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
     } else {
-        "0.0.0.0:0".parse().expect("valid address")
+        SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
     };
     let mut endpoint = quinn::Endpoint::client(bind).map_err(endpoint_error)?;
     let crypto = QuicClientConfig::try_from(trust.rustls_config(ALPN)?).map_err(endpoint_error)?;
-    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(transport());
-    endpoint.set_default_client_config(config);
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(transport(config.publish.is_none()));
+    endpoint.set_default_client_config(client);
     let conn = endpoint
         .connect(addr, &url.host)
         .map_err(endpoint_error)?
         .await?;
-    Session::client(
-        conn,
-        SessionConfig {
-            publish,
-            path: Some(url.path.clone()),
-        },
-    )
-    .await
+    config.path.get_or_insert_with(|| url.path.clone());
+    Session::client(conn, config).await
 }

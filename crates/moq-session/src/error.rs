@@ -34,6 +34,8 @@ pub enum SessionError {
     Request(#[from] RequestError),
     #[error("the peer sent GOAWAY; no new requests")]
     GoingAway,
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 impl SessionError {

@@ -3,7 +3,8 @@
 //! - [`Server`] accepts sessions and serves a [`Broadcast`]; [`connect`] opens one.
 //! - A [`Session`] runs the control stream; [`Session::subscribe`] returns a
 //!   [`Subscription`] yielding [`TrackEvent`]s; peers' SUBSCRIBEs are served from the
-//!   session's broadcast with one QUIC stream per group, at the group's priority.
+//!   session's broadcast with one QUIC stream per group, at the group's priority, by the
+//!   I/O-free [`scheduler`] within the session's [`PublishLimits`].
 //! - [`RelayPublisher`] announces a broadcast on a relay and keeps it announced.
 //! - [`TrackProducer`] is the synchronous, never-blocking writing side for media code.
 //! - [`tls`] builds identities (self-signed or PEM) and trust policies (pinned
@@ -13,19 +14,25 @@ pub mod blocking;
 mod control;
 mod endpoint;
 mod error;
+mod feed;
 mod publish;
+mod rate;
 mod relay;
+pub mod scheduler;
 mod session;
 mod subscribe;
 pub mod tls;
 mod track;
 mod url;
 
-pub use endpoint::{Server, ServerEvent, connect};
+pub use endpoint::{EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect};
 pub use error::{RequestError, SessionError};
 pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use relay::{RelayEvent, RelayPublisher};
+pub use scheduler::PublishLimits;
 pub use session::{Role, Session, SessionConfig};
 pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
-pub use track::{Broadcast, GroupWriter, Priority, TrackDelivery, TrackProducer, TrackStats};
+pub use track::{
+    Broadcast, GroupWriter, Payload, Priority, TrackDelivery, TrackProducer, TrackStats,
+};
 pub use url::{MoqUrl, UrlError, parse_namespace};

@@ -1,64 +1,64 @@
-//! Serving the peer's subscriptions.
+//! Serving the peer's subscriptions: SUBSCRIBE handling, and the task that carries out
+//! the send scheduler's decisions on quinn.
 //!
-//! One scheduler task per session decides what to hand to QUIC next: the most urgent
-//! group with data, by [`Priority`]. It keeps QUIC's own buffer small (the connection's
-//! send window follows the measured delivery rate), so everything not yet handed over can
-//! still be dropped: groups superseded by a newer deliverable group, or whose data waited
-//! longer than the track's `max_age`. A started stream that is abandoned is reset; a group
-//! never started costs nothing, not even a stream.
-//!
-//! Starvation (thesis §6.2): when the link cannot deliver a new GoP's keyframe within a
-//! GoP, a newer group does not pre-empt one already in progress; the group in progress
-//! finishes, and the scheduler then jumps to the newest group, so pictures keep coming.
+//! Every decision (what to send next, what to drop, when to give up on the peer) is made by
+//! the [`Scheduler`], a state machine without I/O. This task only feeds it (new objects of
+//! the served tracks, stream events, path samples, the time) and executes what it asks:
+//! open a stream, write bytes, reset or finish a stream, send PUBLISH_DONE, resize QUIC's
+//! send window, close the session.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use moq_wire::draft14::{
-    self as wire, ControlMessage, FilterType, GroupOrder, Location, ObjectStatus, Parameters,
-    SubgroupHeader, SubgroupId, SubgroupObjectHeader, publish_done_code, reset_code,
+    self as wire, ControlMessage, FilterType, GroupOrder, Location, Parameters,
 };
 use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
 
-use crate::session::Inner;
-use crate::track::{ActiveGuard, Group, TrackShared};
+use crate::feed::TrackFeed;
+use crate::scheduler::{Action, NewSubscription, PublishLimits, Scheduler, StreamKey, Transmit};
+use crate::session::{Inner, REQUEST_WINDOW};
+use crate::track::{ActiveGuard, TrackShared, lock};
 
 /// How long a finished stream may take to be acknowledged before PUBLISH_DONE goes anyway.
 const FINISH_GRACE: Duration = Duration::from_secs(5);
-/// How often the send window and rate estimate are refreshed.
+/// How often the path is sampled for the send window.
 const TICK: Duration = Duration::from_millis(50);
-/// Rate estimate horizon.
-const RATE_WINDOW: Duration = Duration::from_secs(1);
-/// Bounds of the connection send window (bytes handed to QUIC and not yet acknowledged).
-const MIN_SEND_WINDOW: u64 = 12 * 1024;
-/// Send window until the delivery rate is known.
-const INITIAL_SEND_WINDOW: u64 = 64 * 1024;
-const MAX_SEND_WINDOW: u64 = 64 * 1024 * 1024;
-/// Extra queueing the send window allows on top of the round trip.
-const WINDOW_SLACK: Duration = Duration::from_millis(50);
+/// Commands queued for the task; each is a request of the peer, which the request window
+/// bounds, so this is never reached by a peer that follows the protocol.
+const COMMAND_QUEUE: usize = 4 * REQUEST_WINDOW as usize;
 
-/// Commands from the control loop to the scheduler.
+/// Commands from the control loop to the task.
 #[derive(Debug)]
 pub(crate) enum Command {
     Serve(Box<Served>),
     Unsubscribe(u64),
 }
 
-/// The scheduler's handle, owned by the session.
+/// The task's handle, owned by the session.
 #[derive(Debug)]
 pub(crate) struct Publisher {
-    commands: mpsc::UnboundedSender<Command>,
+    commands: mpsc::Sender<Command>,
     doorbell: Arc<Notify>,
 }
 
 impl Publisher {
-    pub fn start(inner: &Arc<Inner>) -> Publisher {
-        let (commands, rx) = mpsc::unbounded_channel();
+    pub fn start(inner: &Arc<Inner>, limits: PublishLimits) -> Publisher {
+        let (commands, rx) = mpsc::channel(COMMAND_QUEUE);
         let doorbell = Arc::new(Notify::new());
-        tokio::spawn(run(inner.clone(), rx, doorbell.clone()));
+        tokio::spawn(run(inner.clone(), rx, doorbell.clone(), limits));
         Publisher { commands, doorbell }
+    }
+
+    fn command(&self, inner: &Inner, command: Command) {
+        if self.commands.try_send(command).is_err() {
+            inner.close(&crate::SessionError::Protocol {
+                code: wire::session_error::TOO_MANY_REQUESTS,
+                reason: "too many subscription changes at once".into(),
+            });
+        }
     }
 }
 
@@ -70,6 +70,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             code,
             reason,
         }));
+        inner.request_completed();
     };
     let (Some(broadcast), Some(publisher)) = (inner.publish.clone(), inner.publisher.get()) else {
         return refuse(
@@ -93,11 +94,23 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             format!("no track {name:?}"),
         );
     };
+    {
+        let mut state = lock(&inner.state);
+        if state.served.values().any(|t| *t == msg.track_name) {
+            drop(state);
+            // One copy of a track per session: more would only multiply the traffic.
+            return refuse(
+                wire::subscribe_error::INTERNAL_ERROR,
+                format!("track {name:?} is already subscribed in this session"),
+            );
+        }
+        state.served.insert(msg.request_id, msg.track_name.clone());
+    }
     let largest = track.largest();
     let (start, end_group) = match msg.filter {
         FilterType::NextGroupStart => (
             Location {
-                group: largest.map_or(0, |l| l.group + 1),
+                group: largest.map_or(0, |l| l.group.saturating_add(1)),
                 object: 0,
             },
             None,
@@ -116,6 +129,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         FilterType::AbsoluteStart(start) => (start, None),
         FilterType::AbsoluteRange { start, end_group } => {
             if end_group < start.group {
+                lock(&inner.state).served.remove(&msg.request_id);
                 return refuse(
                     wire::subscribe_error::INVALID_RANGE,
                     "end group before start".into(),
@@ -141,23 +155,22 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
     let served = Served {
         request_id: msg.request_id,
         alias,
+        feed: TrackFeed::new(msg.request_id, &track, start, end_group),
         track,
-        start,
-        end_group,
-        next_sequence: 0,
-        streams: 0,
-        pending_acks: 0,
-        status: None,
         _active: ActiveGuard::new(broadcast.inner.clone()),
     };
-    let _ = publisher.commands.send(Command::Serve(Box::new(served)));
+    publisher.command(inner, Command::Serve(Box::new(served)));
     broadcast.notify_subscribed(&name);
 }
 
-/// Handles UNSUBSCRIBE: the scheduler resets the subscription's streams and sends PUBLISH_DONE.
+/// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
 pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
+    // Only a subscription being served can be ended, once.
+    if lock(&inner.state).served.remove(&request_id).is_none() {
+        return;
+    }
     if let Some(publisher) = inner.publisher.get() {
-        let _ = publisher.commands.send(Command::Unsubscribe(request_id));
+        publisher.command(inner, Command::Unsubscribe(request_id));
     }
 }
 
@@ -167,522 +180,175 @@ pub(crate) struct Served {
     request_id: u64,
     alias: u64,
     track: Arc<TrackShared>,
-    start: Location,
-    end_group: Option<u64>,
-    /// Creation sequence of the next group of the track not yet considered.
-    next_sequence: u64,
-    /// Streams opened, for PUBLISH_DONE.
-    streams: u64,
-    /// Finished streams whose acknowledgement we still wait for.
-    pending_acks: usize,
-    /// Set once no group will follow: the PUBLISH_DONE status.
-    status: Option<u64>,
+    feed: TrackFeed,
     _active: ActiveGuard,
 }
 
-impl Served {
-    fn wants(&self, group: u64) -> bool {
-        group >= self.start.group && self.end_group.is_none_or(|end| group <= end)
-    }
-
-    fn first_object(&self, group: u64) -> u64 {
-        if group == self.start.group {
-            self.start.object
-        } else {
-            0
-        }
-    }
-}
-
-/// A group being delivered to one subscription.
-#[derive(Debug)]
-struct Outgoing {
-    request_id: u64,
-    alias: u64,
-    group: Arc<Group>,
-    track: Arc<TrackShared>,
-    next_object: u64,
-    previous_object: Option<u64>,
-    stream: Option<quinn::SendStream>,
-    /// Bytes of the current object (header and payload) not yet accepted by QUIC.
-    chunk: Bytes,
-    /// Bytes of the current object handed to QUIC so far (0 = the object is untouched).
-    chunk_written: usize,
-}
-
-impl Outgoing {
-    fn started(&self) -> bool {
-        self.stream.is_some()
-    }
-
-    /// Prepares the next chunk to write, if there is one; `None` when waiting for data.
-    fn refill(&mut self) -> Option<()> {
-        if !self.chunk.is_empty() {
-            return Some(());
-        }
-        let payload = self.group.object(self.next_object as usize)?;
-        let mut buf = Vec::with_capacity(payload.len() + 16);
-        if self.stream.is_none() {
-            SubgroupHeader {
-                track_alias: self.alias,
-                group_id: self.group.id,
-                subgroup_id: SubgroupId::Zero,
-                publisher_priority: self.group.priority.publisher,
-                extensions_present: false,
-                contains_end_of_group: true,
-            }
-            .encode(&mut buf);
-        }
-        let delta = self
-            .previous_object
-            .map_or(self.next_object, |p| self.next_object - p - 1);
-        SubgroupObjectHeader {
-            object_id_delta: delta,
-            extensions: Vec::new(),
-            payload_len: payload.len() as u64,
-            status: ObjectStatus::Normal,
-        }
-        .encode(false, &mut buf);
-        buf.extend_from_slice(&payload);
-        self.chunk = Bytes::from(buf);
-        self.chunk_written = 0;
-        Some(())
-    }
-
-    /// How long the next object not yet touched has waited since it was written; the
-    /// object in progress is committed and does not count.
-    fn waited(&self, now: Instant) -> Option<Duration> {
-        let waiting = self.next_object + u64::from(self.chunk_written > 0);
-        self.group
-            .written_at(waiting as usize)
-            .map(|t| now.duration_since(t))
-    }
-
-    /// All objects handed over and the group closed.
-    fn complete(&self) -> bool {
-        self.chunk.is_empty()
-            && self.group.is_closed()
-            && self.next_object as usize >= self.group.len()
-    }
-}
-
-/// Why a group is abandoned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Abandon {
-    Superseded,
-    Expired,
-    Cancelled,
-}
-
-/// Delivery-rate estimate from the connection's byte counters.
-#[derive(Debug, Default)]
-struct RateEstimator {
-    samples: VecDeque<(Instant, u64)>,
-}
-
-impl RateEstimator {
-    /// Adds a sample of bytes delivered so far; returns bytes per second over the window.
-    fn update(&mut self, now: Instant, delivered: u64) -> Option<f64> {
-        self.samples.push_back((now, delivered));
-        while self
-            .samples
-            .front()
-            .is_some_and(|(t, _)| now.duration_since(*t) > RATE_WINDOW)
-        {
-            self.samples.pop_front();
-        }
-        let (t0, b0) = *self.samples.front()?;
-        let span = now.duration_since(t0).as_secs_f64();
-        (span >= RATE_WINDOW.as_secs_f64() / 2.0)
-            .then(|| delivered.saturating_sub(b0) as f64 / span)
-    }
-}
-
-struct Scheduler {
-    inner: Arc<Inner>,
-    conn: quinn::Connection,
-    served: HashMap<u64, Served>,
-    groups: Vec<Outgoing>,
-    acks: mpsc::UnboundedSender<u64>,
-    rate: RateEstimator,
-    /// Bytes per second, once measured.
-    bytes_per_second: Option<f64>,
-}
-
+/// What woke the task.
 enum Event {
     Command(Option<Command>),
-    Ack(u64),
-    Doorbell,
+    Acked(StreamKey),
     Tick,
-    Opened(Result<quinn::SendStream, quinn::ConnectionError>),
-    Wrote(Result<usize, quinn::WriteError>),
-}
-
-async fn run(
-    inner: Arc<Inner>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-    doorbell: Arc<Notify>,
-) {
-    let (acks, mut ack_rx) = mpsc::unbounded_channel();
-    let mut s = Scheduler {
-        conn: inner.conn.clone(),
-        inner,
-        served: HashMap::new(),
-        groups: Vec::new(),
-        acks,
-        rate: RateEstimator::default(),
-        bytes_per_second: None,
-    };
-    s.conn.set_send_window(INITIAL_SEND_WINDOW);
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        if s.conn.close_reason().is_some() {
-            return;
-        }
-        s.poll_tracks();
-        s.finish_completed();
-        s.apply_policies(Instant::now());
-        s.finish_subscriptions();
-        let chosen = s.pick();
-        let event = match chosen {
-            None => tokio::select! {
-                cmd = commands.recv() => Event::Command(cmd),
-                Some(id) = ack_rx.recv() => Event::Ack(id),
-                _ = doorbell.notified() => Event::Doorbell,
-                _ = tick.tick() => Event::Tick,
-            },
-            Some(i) => {
-                let conn = s.conn.clone();
-                let out = &mut s.groups[i];
-                let started = out.started();
-                tokio::select! {
-                    biased;
-                    res = conn.open_uni(), if !started => Event::Opened(res),
-                    res = write(out), if started => Event::Wrote(res),
-                    cmd = commands.recv() => Event::Command(cmd),
-                    Some(id) = ack_rx.recv() => Event::Ack(id),
-                    _ = doorbell.notified() => Event::Doorbell,
-                    _ = tick.tick() => Event::Tick,
-                }
-            }
-        };
-        match event {
-            Event::Command(None) => return,
-            Event::Command(Some(Command::Serve(served))) => {
-                s.served.insert(served.request_id, *served);
-            }
-            Event::Command(Some(Command::Unsubscribe(id))) => s.unsubscribe(id),
-            Event::Ack(id) => {
-                if let Some(served) = s.served.get_mut(&id) {
-                    served.pending_acks = served.pending_acks.saturating_sub(1);
-                }
-            }
-            Event::Doorbell => {}
-            Event::Tick => s.update_window(),
-            Event::Opened(Ok(stream)) => {
-                if let Some(i) = chosen {
-                    let out = &mut s.groups[i];
-                    let _ = stream.set_priority(out.group.priority.quinn());
-                    if let Some(served) = s.served.get_mut(&out.request_id) {
-                        served.streams += 1;
-                    }
-                    out.stream = Some(stream);
-                }
-            }
-            Event::Opened(Err(_)) => return,
-            Event::Wrote(res) => {
-                if let Some(i) = chosen {
-                    s.wrote(i, res);
-                }
-            }
-        }
-    }
-}
-
-/// Writes as much of the current chunk as QUIC accepts.
-async fn write(out: &mut Outgoing) -> Result<usize, quinn::WriteError> {
-    let stream = out.stream.as_mut().expect("checked by the caller");
-    stream.write(&out.chunk[out.chunk_written..]).await
+    Timeout,
+    Doorbell,
+    Opened(
+        StreamKey,
+        i32,
+        Result<quinn::SendStream, quinn::ConnectionError>,
+    ),
+    Wrote(StreamKey, Result<usize, quinn::WriteError>),
 }
 
 fn varint(v: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(v).unwrap_or(quinn::VarInt::MAX)
 }
 
-impl Scheduler {
-    /// Picks up new groups of every served track, and notices ended tracks.
-    fn poll_tracks(&mut self) {
-        for served in self.served.values_mut() {
-            if served.status.is_some() {
-                continue;
+/// Tries the scheduler's next network operation. Cancel-safe: if another event wins,
+/// nothing was opened or written.
+async fn execute(
+    conn: &quinn::Connection,
+    streams: &mut HashMap<StreamKey, quinn::SendStream>,
+    transmit: Option<Transmit>,
+) -> Event {
+    match transmit {
+        Some(Transmit::Open { key, priority }) => {
+            Event::Opened(key, priority, conn.open_uni().await)
+        }
+        Some(Transmit::Write { key, mut chunks }) => match streams.get_mut(&key) {
+            Some(stream) => {
+                let written = stream.write_chunks(&mut chunks).await;
+                Event::Wrote(key, written.map(|w| w.bytes))
             }
-            let snapshot = served.track.snapshot();
-            for (sequence, group) in snapshot.groups {
-                if sequence < served.next_sequence {
-                    continue;
-                }
-                served.next_sequence = sequence + 1;
-                if !served.wants(group.id) {
-                    continue;
-                }
-                let first = served.first_object(group.id);
-                self.groups.push(Outgoing {
-                    request_id: served.request_id,
-                    alias: served.alias,
-                    track: served.track.clone(),
-                    next_object: first,
-                    previous_object: None,
-                    stream: None,
-                    chunk: Bytes::new(),
-                    chunk_written: 0,
-                    group,
-                });
-            }
-            if snapshot.ended {
-                served.status = Some(publish_done_code::TRACK_ENDED);
-            } else if served
-                .end_group
-                .is_some_and(|end| served.track.largest().is_some_and(|l| l.group > end))
-            {
-                served.status = Some(publish_done_code::SUBSCRIPTION_ENDED);
-            }
-        }
-    }
-
-    /// Drops what can no longer be useful: expired data and superseded groups.
-    fn apply_policies(&mut self, now: Instant) {
-        let mut doomed = Vec::new();
-        for (i, out) in self.groups.iter().enumerate() {
-            let expired = out
-                .track
-                .delivery
-                .max_age
-                .is_some_and(|max| out.waited(now).is_some_and(|w| w > max));
-            if expired {
-                doomed.push((i, Abandon::Expired));
-            }
-        }
-        // Newest group of each superseding subscription.
-        let mut newest: HashMap<u64, usize> = HashMap::new();
-        for (i, out) in self.groups.iter().enumerate() {
-            if out.track.delivery.supersede_after.is_some() {
-                let e = newest.entry(out.request_id).or_insert(i);
-                if self.groups[*e].group.id < out.group.id {
-                    *e = i;
-                }
-            }
-        }
-        for (i, out) in self.groups.iter().enumerate() {
-            let Some(&n) = newest.get(&out.request_id) else {
-                continue;
-            };
-            if n == i || doomed.iter().any(|(d, _)| *d == i) {
-                continue;
-            }
-            // A group in progress keeps going while its data is fresh: cutting its tail
-            // would make the receiver jump even when the link keeps up. Once stale it
-            // yields to the newer group, except while its own keyframe is still going out
-            // and the newer keyframe could not arrive in time either: then one picture
-            // per round beats none (the thesis's 200 kbit/s starvation).
-            let stale = out
-                .track
-                .delivery
-                .supersede_after
-                .is_some_and(|after| out.waited(now).is_some_and(|w| w > after));
-            let keyframe_out = out.next_object > 0;
-            if !out.started() || stale && (keyframe_out || self.deliverable(&self.groups[n], out)) {
-                doomed.push((i, Abandon::Superseded));
-            }
-        }
-        doomed.sort_by_key(|d| std::cmp::Reverse(d.0));
-        doomed.dedup_by_key(|d| d.0);
-        for (i, why) in doomed {
-            self.abandon(i, why);
-        }
-    }
-
-    /// Whether `newer` can deliver its first object (the keyframe) before the group after
-    /// it arrives, judged by the measured rate and the spacing of `older` and `newer`.
-    fn deliverable(&self, newer: &Outgoing, older: &Outgoing) -> bool {
-        let Some(rate) = self.bytes_per_second else {
-            return true;
-        };
-        let spacing = newer.group.created.duration_since(older.group.created);
-        let key_bytes = newer.group.object(0).map_or(0, |b| b.len());
-        rate * spacing.as_secs_f64() >= key_bytes as f64
-    }
-
-    fn abandon(&mut self, i: usize, why: Abandon) {
-        let mut out = self.groups.swap_remove(i);
-        let track = &out.track;
-        let c = &track.counters;
-        let untouched = out.group.len() as u64 - out.next_object.min(out.group.len() as u64);
-        track.count(&c.objects_dropped, untouched);
-        match why {
-            Abandon::Superseded => track.count(&c.groups_superseded, 1),
-            Abandon::Expired => track.count(&c.groups_expired, 1),
-            Abandon::Cancelled => {}
-        }
-        if let Some(mut stream) = out.stream.take() {
-            let code = match why {
-                Abandon::Expired => reset_code::DELIVERY_TIMEOUT,
-                Abandon::Superseded | Abandon::Cancelled => reset_code::CANCELLED,
-            };
-            if stream.reset(varint(code)).is_ok() {
-                track.count(&c.streams_reset, 1);
-            }
-        }
-    }
-
-    /// The most urgent group with something to write. Within a superseding subscription a
-    /// group already in progress goes first: newer groups only pre-empt it by having it
-    /// abandoned.
-    fn pick(&mut self) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for i in 0..self.groups.len() {
-            if self.groups[i].refill().is_none() {
-                continue;
-            }
-            let better = match best {
-                None => true,
-                Some(b) => self.urgency_before(i, b),
-            };
-            if better {
-                best = Some(i);
-            }
-        }
-        best
-    }
-
-    fn urgency_before(&self, a: usize, b: usize) -> bool {
-        let (a, b) = (&self.groups[a], &self.groups[b]);
-        let same_sub = a.request_id == b.request_id && a.track.delivery.supersede_after.is_some();
-        if same_sub && a.started() != b.started() {
-            return a.started();
-        }
-        a.group.priority.precedes(&b.group.priority)
-    }
-
-    fn wrote(&mut self, i: usize, res: Result<usize, quinn::WriteError>) {
-        let out = &mut self.groups[i];
-        match res {
-            Ok(n) => {
-                out.chunk_written += n;
-                if out.chunk_written < out.chunk.len() {
-                    return;
-                }
-                let c = &out.track.counters;
-                out.track.count(&c.objects_sent, 1);
-                out.track.count(&c.bytes_sent, out.chunk.len() as u64);
-                out.chunk = Bytes::new();
-                out.chunk_written = 0;
-                out.previous_object = Some(out.next_object);
-                out.next_object += 1;
-            }
-            // Stopped by the peer (STOP_SENDING) or the connection is gone.
-            Err(_) => {
-                self.abandon(i, Abandon::Cancelled);
-            }
-        }
-    }
-
-    /// Closes the streams of groups that are closed and fully handed to QUIC.
-    fn finish_completed(&mut self) {
-        while let Some(i) = self.groups.iter().position(Outgoing::complete) {
-            self.finish(i);
-        }
-    }
-
-    /// Closes a completed group's stream and waits for its acknowledgement in the background.
-    fn finish(&mut self, i: usize) {
-        let mut out = self.groups.swap_remove(i);
-        let Some(mut stream) = out.stream.take() else {
-            // Nothing of it was ever wanted (e.g. an empty group): no stream to close.
-            return;
-        };
-        if stream.finish().is_err() {
-            return;
-        }
-        if let Some(served) = self.served.get_mut(&out.request_id) {
-            served.pending_acks += 1;
-        }
-        let acked = stream.stopped();
-        let acks = self.acks.clone();
-        let id = out.request_id;
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(FINISH_GRACE, acked).await;
-            let _ = acks.send(id);
-        });
-    }
-
-    fn unsubscribe(&mut self, request_id: u64) {
-        while let Some(i) = self.groups.iter().position(|o| o.request_id == request_id) {
-            self.abandon(i, Abandon::Cancelled);
-        }
-        if let Some(served) = self.served.get_mut(&request_id) {
-            served.status = Some(publish_done_code::SUBSCRIPTION_ENDED);
-        }
-    }
-
-    /// Sends PUBLISH_DONE for subscriptions with nothing left to deliver.
-    fn finish_subscriptions(&mut self) {
-        let finished: Vec<u64> = self
-            .served
-            .values()
-            .filter(|s| {
-                s.status.is_some()
-                    && s.pending_acks == 0
-                    && !self.groups.iter().any(|o| o.request_id == s.request_id)
-            })
-            .map(|s| s.request_id)
-            .collect();
-        for id in finished {
-            let served = self.served.remove(&id).expect("listed above");
-            self.inner
-                .send(ControlMessage::PublishDone(wire::PublishDone {
-                    request_id: id,
-                    status: served.status.expect("checked above"),
-                    stream_count: served.streams,
-                    reason: String::new(),
-                }));
-        }
-    }
-
-    /// Keeps QUIC's buffer near what the path delivers in a round trip plus a little, so
-    /// data not yet sent stays here, where it can still be dropped, and a bottleneck queue
-    /// never holds more than that either. The round trip is the minimum seen: the smoothed
-    /// one includes the queue this window builds, and would inflate it without bound.
-    fn update_window(&mut self) {
-        let stats = self.conn.stats();
-        let delivered = stats.udp_tx.bytes.saturating_sub(stats.path.lost_bytes);
-        self.bytes_per_second = self.rate.update(Instant::now(), delivered);
-        let Some(rate) = self.bytes_per_second else {
-            return;
-        };
-        let horizon = stats.path.min_rtt + WINDOW_SLACK;
-        let window = (2.0 * rate * horizon.as_secs_f64()) as u64;
-        self.conn
-            .set_send_window(window.clamp(MIN_SEND_WINDOW, MAX_SEND_WINDOW));
+            None => Event::Wrote(key, Err(quinn::WriteError::ClosedStream)),
+        },
+        None => std::future::pending().await,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+async fn run(
+    inner: Arc<Inner>,
+    mut commands: mpsc::Receiver<Command>,
+    doorbell: Arc<Notify>,
+    limits: PublishLimits,
+) {
+    let conn = inner.conn.clone();
+    let mut sched = Scheduler::new(limits, Instant::now());
+    let mut served: BTreeMap<u64, Served> = BTreeMap::new();
+    let mut streams: HashMap<StreamKey, quinn::SendStream> = HashMap::new();
+    let mut acks: JoinSet<StreamKey> = JoinSet::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if conn.close_reason().is_some() {
+            return;
+        }
+        let now = Instant::now();
+        for s in served.values_mut() {
+            s.feed.poll(&s.track, &mut sched, now);
+        }
+        sched.handle_timeout(now);
+        while let Some(action) = sched.poll_action() {
+            match action {
+                Action::Reset { key, code } => {
+                    if let Some(mut stream) = streams.remove(&key) {
+                        let _ = stream.reset(varint(code));
+                    }
+                }
+                Action::Finish { key } => {
+                    let finished = streams.remove(&key).and_then(|mut stream| {
+                        stream.finish().ok()?;
+                        Some(stream.stopped())
+                    });
+                    match finished {
+                        Some(acked) => {
+                            acks.spawn(async move {
+                                let _ = tokio::time::timeout(FINISH_GRACE, acked).await;
+                                key
+                            });
+                        }
+                        None => sched.acked(key, now),
+                    }
+                }
+                Action::PublishDone {
+                    request_id,
+                    status,
+                    stream_count,
+                } => {
+                    served.remove(&request_id);
+                    lock(&inner.state).served.remove(&request_id);
+                    inner.send(ControlMessage::PublishDone(wire::PublishDone {
+                        request_id,
+                        status,
+                        stream_count,
+                        reason: String::new(),
+                    }));
+                    inner.request_completed();
+                }
+                Action::SetSendWindow(window) => conn.set_send_window(window),
+                Action::Close { code, reason } => {
+                    conn.close(varint(code), reason.as_bytes());
+                    return;
+                }
+            }
+        }
+        let transmit = sched.next_transmit();
+        let deadline = sched.poll_timeout();
+        let event = tokio::select! {
+            biased;
+            cmd = commands.recv() => Event::Command(cmd),
+            Some(Ok(key)) = acks.join_next(), if !acks.is_empty() => Event::Acked(key),
+            _ = tick.tick() => Event::Tick,
+            _ = sleep_until(deadline), if deadline.is_some() => Event::Timeout,
+            event = execute(&conn, &mut streams, transmit) => event,
+            _ = doorbell.notified() => Event::Doorbell,
+        };
+        let now = Instant::now();
+        match event {
+            Event::Command(None) => return,
+            Event::Command(Some(Command::Serve(s))) => {
+                sched.subscribe(
+                    NewSubscription {
+                        request_id: s.request_id,
+                        alias: s.alias,
+                        delivery: s.track.delivery,
+                        counters: s.track.counters.clone(),
+                    },
+                    now,
+                );
+                served.insert(s.request_id, *s);
+            }
+            Event::Command(Some(Command::Unsubscribe(id))) => {
+                if let Some(s) = served.get_mut(&id) {
+                    s.feed.stop();
+                }
+                sched.unsubscribe(id, now);
+            }
+            Event::Acked(key) => sched.acked(key, now),
+            Event::Tick => {
+                let stats = conn.stats();
+                let delivered = stats.udp_tx.bytes.saturating_sub(stats.path.lost_bytes);
+                sched.path_sample(delivered, stats.path.min_rtt, now);
+            }
+            Event::Timeout | Event::Doorbell => {}
+            Event::Opened(key, priority, Ok(stream)) => {
+                let _ = stream.set_priority(priority);
+                streams.insert(key, stream);
+                sched.opened(key, now);
+            }
+            Event::Opened(_, _, Err(_)) => return,
+            Event::Wrote(key, Ok(bytes)) => sched.wrote(key, bytes, now),
+            // Stopped by the peer (STOP_SENDING), or the connection is gone.
+            Event::Wrote(key, Err(_)) => {
+                streams.remove(&key);
+                sched.stream_failed(key, now);
+            }
+        }
+    }
+}
 
-    #[test]
-    fn rate_estimate_needs_half_a_window_of_samples() {
-        let mut r = RateEstimator::default();
-        let t0 = Instant::now();
-        assert_eq!(r.update(t0, 0), None);
-        assert_eq!(r.update(t0 + Duration::from_millis(100), 10_000), None);
-        let rate = r.update(t0 + Duration::from_millis(500), 50_000).unwrap();
-        assert!((rate - 100_000.0).abs() < 1.0, "{rate}");
-        // Old samples fall out of the window.
-        let rate = r
-            .update(t0 + Duration::from_millis(2_000), 50_000)
-            .unwrap_or(0.0);
-        assert_eq!(rate, 0.0);
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }

@@ -11,6 +11,8 @@ use tokio::task::JoinHandle;
 
 use crate::endpoint::connect;
 use crate::error::SessionError;
+use crate::scheduler::PublishLimits;
+use crate::session::SessionConfig;
 use crate::tls::Trust;
 use crate::track::Broadcast;
 use crate::url::MoqUrl;
@@ -42,16 +44,23 @@ pub struct RelayPublisher {
 }
 
 impl RelayPublisher {
-    /// Starts connecting. Must run inside a tokio runtime.
+    /// Starts connecting. Must run inside a tokio runtime. `events` is never waited on:
+    /// when it is full, events are dropped.
     pub fn start(
         url: MoqUrl,
         trust: Trust,
         broadcast: Broadcast,
-        events: mpsc::UnboundedSender<RelayEvent>,
+        limits: PublishLimits,
+        events: mpsc::Sender<RelayEvent>,
     ) -> RelayPublisher {
         let announced = Arc::new(AtomicBool::new(false));
+        let config = SessionConfig {
+            publish: Some(broadcast),
+            path: None,
+            limits,
+        };
         RelayPublisher {
-            task: tokio::spawn(run(url, trust, broadcast, events, announced.clone())),
+            task: tokio::spawn(run(url, trust, config, events, announced.clone())),
             announced,
         }
     }
@@ -86,29 +95,28 @@ fn is_refusal(err: &SessionError) -> bool {
 async fn run(
     url: MoqUrl,
     trust: Trust,
-    broadcast: Broadcast,
-    events: mpsc::UnboundedSender<RelayEvent>,
+    config: SessionConfig,
+    events: mpsc::Sender<RelayEvent>,
     announced: Arc<AtomicBool>,
 ) {
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 0;
+    let namespace = config.publish.as_ref().map(|b| b.namespace().clone());
     loop {
         let session = async {
-            let session = tokio::time::timeout(
-                CONNECT_ATTEMPT,
-                connect(&url, &trust, Some(broadcast.clone())),
-            )
-            .await
-            .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
-            session
-                .publish_namespace(broadcast.namespace().clone())
-                .await?;
+            let session =
+                tokio::time::timeout(CONNECT_ATTEMPT, connect(&url, &trust, config.clone()))
+                    .await
+                    .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
+            if let Some(namespace) = &namespace {
+                session.publish_namespace(namespace.clone()).await?;
+            }
             Ok::<_, SessionError>(session)
         }
         .await;
         let err = match session {
             Ok(session) => {
-                let _ = events.send(RelayEvent::Announced {
+                let _ = events.try_send(RelayEvent::Announced {
                     peer: session.remote_address(),
                     attempt,
                 });
@@ -122,10 +130,10 @@ async fn run(
             Err(err) => err,
         };
         if is_refusal(&err) {
-            let _ = events.send(RelayEvent::Refused(err));
+            let _ = events.try_send(RelayEvent::Refused(err));
             return;
         }
-        let _ = events.send(RelayEvent::Disconnected(err));
+        let _ = events.try_send(RelayEvent::Disconnected(err));
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }

@@ -9,16 +9,23 @@ use moq_wire::draft14::{
     self as wire, ClientSetup, ControlMessage, MaxRequestId, Parameters, ServerSetup,
     session_error, setup_param,
 };
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::control::{self, ControlReader};
 use crate::error::{RequestError, SessionError};
 use crate::publish::{self, Publisher};
+use crate::scheduler::PublishLimits;
 use crate::subscribe::{self, Outgoing};
 use crate::track::{Broadcast, lock};
 
-/// Requests the peer may make before we grant more with MAX_REQUEST_ID.
-const REQUEST_WINDOW: u64 = 64;
+/// Requests the peer may have open at once (e.g. subscriptions being served): MAX_REQUEST_ID
+/// grows only as earlier requests complete, so a peer cannot pile up state.
+pub(crate) const REQUEST_WINDOW: u64 = 32;
+/// Completed requests granted again in one MAX_REQUEST_ID.
+const GRANT_BATCH: u64 = 4;
+/// Control messages waiting to be written. A peer that does not read its control stream
+/// fills this and is closed, rather than buffered for.
+const CONTROL_QUEUE: usize = 256;
 /// How long the peer has to complete the SETUP exchange.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request waits for its reply.
@@ -54,6 +61,8 @@ pub struct SessionConfig {
     pub publish: Option<Broadcast>,
     /// Sent in the PATH setup parameter (client only).
     pub path: Option<String>,
+    /// Limits of what the peer's subscriptions may cost.
+    pub limits: PublishLimits,
 }
 
 #[derive(Debug)]
@@ -68,7 +77,12 @@ pub(crate) struct State {
     goaway: bool,
     // Requests the peer makes.
     next_peer_request_id: u64,
+    /// Request IDs below this are allowed (the last MAX_REQUEST_ID we sent, or SETUP's).
     granted_request_id: u64,
+    /// Requests of the peer completed, each freeing room for one more.
+    completed_requests: u64,
+    /// Subscriptions of the peer being served: request ID → track name.
+    pub served: HashMap<u64, Vec<u8>>,
     next_alias: u64,
 }
 
@@ -87,15 +101,26 @@ pub(crate) struct Inner {
     /// The scheduler serving the peer's subscriptions, when we publish.
     pub publisher: OnceLock<Publisher>,
     pub state: Mutex<State>,
-    control: mpsc::UnboundedSender<ControlMessage>,
+    control: mpsc::Sender<ControlMessage>,
     /// Bumped whenever a track alias is registered or MAX_REQUEST_ID grows.
     pub changed: watch::Sender<u64>,
+    /// Bytes of received objects held between QUIC and their consumer (see `subscribe`).
+    pub receive_budget: Arc<Semaphore>,
 }
 
 impl Inner {
+    /// Queues a control message. Never waits: a peer that lets the queue fill up is not
+    /// reading its control stream, and the session is closed.
     pub fn send(&self, msg: ControlMessage) {
-        // The writer only stops when the connection is gone; nothing left to tell then.
-        let _ = self.control.send(msg);
+        match self.control.try_send(msg) {
+            Ok(()) => {}
+            // The writer only stops when the connection is gone; nothing left to tell then.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.close(&SessionError::Protocol {
+                code: session_error::CONTROL_MESSAGE_TIMEOUT,
+                reason: "the peer does not read its control stream".into(),
+            }),
+        }
     }
 
     pub fn close(&self, err: &SessionError) {
@@ -147,7 +172,7 @@ impl Inner {
         }
     }
 
-    /// Checks a new request from the peer and grants more request IDs when half are used.
+    /// Checks a new request from the peer against the IDs granted so far.
     fn accept_request_id(&self, id: u64) -> Result<(), SessionError> {
         let mut state = lock(&self.state);
         if id != state.next_peer_request_id {
@@ -166,13 +191,22 @@ impl Inner {
             });
         }
         state.next_peer_request_id += 2;
-        if state.granted_request_id - state.next_peer_request_id < REQUEST_WINDOW {
-            state.granted_request_id += REQUEST_WINDOW;
+        Ok(())
+    }
+
+    /// A request of the peer is complete (refused, answered, or its subscription over):
+    /// room for another one, granted with MAX_REQUEST_ID in batches.
+    pub fn request_completed(&self) {
+        let mut state = lock(&self.state);
+        state.completed_requests += 1;
+        let granted = 2 * (REQUEST_WINDOW + state.completed_requests);
+        if granted >= state.granted_request_id + 2 * GRANT_BATCH {
+            state.granted_request_id = granted;
+            drop(state);
             self.send(ControlMessage::MaxRequestId(MaxRequestId {
-                request_id: state.granted_request_id,
+                request_id: granted,
             }));
         }
-        Ok(())
     }
 
     pub fn allocate_alias(&self) -> u64 {
@@ -212,7 +246,7 @@ impl Session {
         let setup = async move {
             let (mut send, recv) = control.open_bi().await?;
             let mut params = Parameters::default()
-                .with_int(setup_param::MAX_REQUEST_ID, REQUEST_WINDOW)
+                .with_int(setup_param::MAX_REQUEST_ID, 2 * REQUEST_WINDOW)
                 .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation());
             if let Some(path) = &path {
                 params = params.with_bytes(setup_param::PATH, path.as_bytes().to_vec());
@@ -269,7 +303,7 @@ impl Session {
             let reply = ControlMessage::ServerSetup(ServerSetup {
                 version: wire::VERSION,
                 params: Parameters::default()
-                    .with_int(setup_param::MAX_REQUEST_ID, REQUEST_WINDOW)
+                    .with_int(setup_param::MAX_REQUEST_ID, 2 * REQUEST_WINDOW)
                     .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation()),
             });
             control::write(&mut send, &reply).await?;
@@ -300,7 +334,7 @@ impl Session {
                 return Err(err);
             }
         };
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let (control_tx, control_rx) = mpsc::channel(CONTROL_QUEUE);
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             role,
@@ -314,14 +348,17 @@ impl Session {
                 namespace_replies: HashMap::new(),
                 goaway: false,
                 next_peer_request_id: role.peer().first_request_id(),
-                granted_request_id: REQUEST_WINDOW,
+                granted_request_id: 2 * REQUEST_WINDOW,
+                completed_requests: 0,
+                served: HashMap::new(),
                 next_alias: 0,
             }),
             control: control_tx,
             changed: watch::channel(0).0,
+            receive_budget: Arc::new(Semaphore::new(subscribe::RECEIVE_BUDGET)),
         });
         if inner.publish.is_some() {
-            let _ = inner.publisher.set(Publisher::start(&inner));
+            let _ = inner.publisher.set(Publisher::start(&inner, config.limits));
         }
         tokio::spawn(write_control(conn.clone(), send, control_rx));
         tokio::spawn(run(inner.clone(), reader));
@@ -408,7 +445,7 @@ fn close_connection(conn: &quinn::Connection, err: &SessionError) {
 async fn write_control(
     conn: quinn::Connection,
     mut send: quinn::SendStream,
-    mut rx: mpsc::UnboundedReceiver<ControlMessage>,
+    mut rx: mpsc::Receiver<ControlMessage>,
 ) {
     // Control messages go before any object data.
     let _ = send.set_priority(i32::MAX);
@@ -483,6 +520,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         }
         M::SubscribeUpdate(m) => {
             inner.accept_request_id(m.request_id)?;
+            inner.request_completed();
         }
         M::Unsubscribe(m) => publish::unsubscribe(inner, m.request_id),
         M::Fetch(m) => {
@@ -492,6 +530,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
                 code: wire::fetch_error::NOT_SUPPORTED,
                 reason: "FETCH is not supported; SUBSCRIBE instead".into(),
             }));
+            inner.request_completed();
         }
         M::FetchCancel(_) => {}
         M::TrackStatus(m) => {
@@ -501,6 +540,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
                 code: wire::subscribe_error::NOT_SUPPORTED,
                 reason: "TRACK_STATUS is not supported".into(),
             }));
+            inner.request_completed();
         }
         M::SubscribeNamespace(m) => {
             inner.accept_request_id(m.request_id)?;
@@ -509,6 +549,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
                 code: wire::subscribe_namespace_error::NOT_SUPPORTED,
                 reason: "SUBSCRIBE_NAMESPACE is not supported".into(),
             }));
+            inner.request_completed();
         }
         M::UnsubscribeNamespace(_) => {}
         // Relays announce what they carry to every session; acknowledging is harmless (we
@@ -518,6 +559,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
             inner.send(M::PublishNamespaceOk(wire::PublishNamespaceOk {
                 request_id: m.request_id,
             }));
+            inner.request_completed();
         }
         M::PublishNamespaceDone(_) => {}
         M::Publish(m) => {
@@ -527,6 +569,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
                 code: wire::publish_error::NOT_SUPPORTED,
                 reason: "PUBLISH is not supported; use SUBSCRIBE".into(),
             }));
+            inner.request_completed();
         }
         // Replies to our requests.
         M::SubscribeOk(m) => subscribe::subscribe_ok(inner, m)?,

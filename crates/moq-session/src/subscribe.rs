@@ -1,5 +1,11 @@
 //! Subscribing: SUBSCRIBE requests, their replies, and reading objects from the data
 //! streams the publisher opens.
+//!
+//! Memory is bounded end to end. Every byte read from a data stream takes a permit of the
+//! session's receive budget, held until the consumer drops the [`Object`] it ended up in;
+//! each subscription queues a bounded number of events. When the consumer stops pulling,
+//! readers stop reading, QUIC's flow control stops the publisher, and whatever a hostile
+//! publisher sends costs at most the budget plus the connection's receive window.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +15,7 @@ use moq_wire::draft14::{
     self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
     Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
 };
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{RequestError, SessionError};
 use crate::session::{Inner, REPLY_TIMEOUT, Session};
@@ -19,8 +25,14 @@ use crate::track::lock;
 const ALIAS_WAIT: Duration = Duration::from_secs(2);
 /// How long after PUBLISH_DONE late streams may still arrive.
 const DONE_GRACE: Duration = Duration::from_secs(2);
-/// Largest object payload accepted; a larger length is treated as an attack or a bug.
-const MAX_OBJECT_SIZE: u64 = 64 << 20;
+/// Bytes of received data a session holds between QUIC and the consumers of its objects.
+pub(crate) const RECEIVE_BUDGET: usize = 16 << 20;
+/// Largest object payload accepted: anything larger could never fit the budget.
+const MAX_OBJECT_SIZE: u64 = 8 << 20;
+/// Most bytes read from a stream at once (and reserved from the budget before reading).
+const READ_CHUNK: usize = 64 << 10;
+/// Events a subscription queues for its consumer before its streams stop being read.
+const EVENT_QUEUE: usize = 64;
 
 /// What a subscription asks for.
 #[derive(Debug, Clone)]
@@ -41,17 +53,27 @@ impl Default for SubscribeOptions {
     }
 }
 
-/// One object as received.
-#[derive(Debug, Clone)]
+/// One object as received. Its bytes count against the session's receive budget until it
+/// is dropped (or [`Object::release`] is called).
+#[derive(Debug)]
 pub struct Object {
     pub group: u64,
     pub id: u64,
     pub payload: Bytes,
     /// When the last byte of the object arrived.
     pub received: Instant,
+    budget: Option<OwnedSemaphorePermit>,
 }
 
-#[derive(Debug, Clone)]
+impl Object {
+    /// Returns the object's bytes to the receive budget now, for a consumer that keeps the
+    /// payload elsewhere under its own bound.
+    pub fn release(&mut self) {
+        self.budget = None;
+    }
+}
+
+#[derive(Debug)]
 pub enum TrackEvent {
     Object(Object),
     /// A group's stream ended: `complete` when it ended with FIN, not a reset.
@@ -69,7 +91,7 @@ pub enum TrackEvent {
 /// Our subscription, as the session sees it.
 #[derive(Debug)]
 pub(crate) struct Outgoing {
-    events: mpsc::UnboundedSender<TrackEvent>,
+    events: mpsc::Sender<TrackEvent>,
     /// Groups below this are no longer wanted: their streams get STOP_SENDING.
     stop_before: watch::Sender<u64>,
     reply: Option<oneshot::Sender<Result<wire::SubscribeOk, RequestError>>>,
@@ -85,7 +107,7 @@ pub struct Subscription {
     request_id: u64,
     pub largest: Option<Location>,
     pub group_order: GroupOrder,
-    events: mpsc::UnboundedReceiver<TrackEvent>,
+    events: mpsc::Receiver<TrackEvent>,
 }
 
 impl Subscription {
@@ -137,7 +159,7 @@ impl Session {
     ) -> Result<Subscription, SessionError> {
         let inner = &self.inner;
         let request_id = inner.request_id().await?;
-        let (events_tx, events) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
         let (reply_tx, reply_rx) = oneshot::channel();
         lock(&inner.state).outgoing.insert(
             request_id,
@@ -261,10 +283,20 @@ fn finish_if_done(inner: &Inner, request_id: u64, grace_expired: bool) {
     if !(all_seen || grace_expired && sub.streams_open == 0) {
         return;
     }
-    let sub = state.outgoing.remove(&request_id).expect("checked above");
+    let Some(Outgoing {
+        events,
+        done: Some((_, status, reason)),
+        ..
+    }) = state.outgoing.remove(&request_id)
+    else {
+        return;
+    };
     state.aliases.retain(|_, id| *id != request_id);
-    let (_, status, reason) = sub.done.expect("checked above");
-    let _ = sub.events.send(TrackEvent::Ended { status, reason });
+    drop(state);
+    // After every event already queued; the consumer is not waited for here.
+    tokio::spawn(async move {
+        let _ = events.send(TrackEvent::Ended { status, reason }).await;
+    });
 }
 
 /// The connection is gone: wake every pending request.
@@ -292,16 +324,43 @@ struct StreamReader {
     recv: quinn::RecvStream,
     buf: BytesMut,
     fin: bool,
+    budget: Arc<Semaphore>,
+    /// Permits for the bytes in `buf`.
+    held: Option<OwnedSemaphorePermit>,
 }
 
 impl StreamReader {
-    /// Reads more bytes; `Ok(false)` at FIN.
+    fn new(recv: quinn::RecvStream, budget: Arc<Semaphore>) -> StreamReader {
+        StreamReader {
+            recv,
+            buf: BytesMut::new(),
+            fin: false,
+            budget,
+            held: None,
+        }
+    }
+
+    /// Reads more bytes; `Ok(false)` at FIN. Waits for room in the budget first.
     async fn fill(&mut self) -> Result<bool, StreamEnd> {
         if self.fin {
             return Ok(false);
         }
-        match self.recv.read_chunk(64 * 1024, true).await {
+        let Ok(mut permit) = self
+            .budget
+            .clone()
+            .acquire_many_owned(READ_CHUNK as u32)
+            .await
+        else {
+            return Err(StreamEnd::Reset);
+        };
+        match self.recv.read_chunk(READ_CHUNK, true).await {
             Ok(Some(chunk)) => {
+                if let Some(used) = permit.split(chunk.bytes.len()) {
+                    match &mut self.held {
+                        Some(held) => held.merge(used),
+                        None => self.held = Some(used),
+                    }
+                }
                 self.buf.extend_from_slice(&chunk.bytes);
                 Ok(true)
             }
@@ -311,6 +370,14 @@ impl StreamReader {
             }
             Err(_) => Err(StreamEnd::Reset),
         }
+    }
+
+    /// Takes the permits of the first `n` bytes of `buf` (which the caller consumes).
+    fn take_permits(&mut self, n: usize) -> Option<OwnedSemaphorePermit> {
+        if n == 0 {
+            return None;
+        }
+        self.held.as_mut().and_then(|held| held.split(n))
     }
 
     /// Decodes the next item with `decode`, reading as needed. `Ok(None)` at a clean FIN.
@@ -323,6 +390,7 @@ impl StreamReader {
                 match decode(&self.buf) {
                     Ok((item, used)) => {
                         self.buf.advance(used);
+                        drop(self.take_permits(used));
                         return Ok(Some(item));
                     }
                     Err(e) if e.is_incomplete() => {}
@@ -341,7 +409,11 @@ impl StreamReader {
         }
     }
 
-    async fn payload(&mut self, len: usize) -> Result<Bytes, StreamEnd> {
+    /// The next `len` bytes, with their budget permits.
+    async fn payload(
+        &mut self,
+        len: usize,
+    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), StreamEnd> {
         while self.buf.len() < len {
             if !self.fill().await? {
                 return Err(StreamEnd::Violation(SessionError::violation(
@@ -349,16 +421,13 @@ impl StreamReader {
                 )));
             }
         }
-        Ok(self.buf.split_to(len).freeze())
+        let permits = self.take_permits(len);
+        Ok((self.buf.split_to(len).freeze(), permits))
     }
 }
 
 async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
-    let mut reader = StreamReader {
-        recv,
-        buf: BytesMut::new(),
-        fin: false,
-    };
+    let mut reader = StreamReader::new(recv, inner.receive_budget.clone());
     let header = match reader.next(DataStreamHeader::decode).await {
         Ok(Some(DataStreamHeader::Subgroup(h))) => h,
         Ok(Some(DataStreamHeader::Fetch(_))) | Ok(None) | Err(StreamEnd::Reset) => return,
@@ -387,7 +456,7 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
             false
         }
     };
-    let _ = events.send(TrackEvent::GroupEnd { group, complete });
+    let _ = events.send(TrackEvent::GroupEnd { group, complete }).await;
     {
         let mut state = lock(&inner.state);
         if let Some(sub) = state.outgoing.get_mut(&request_id) {
@@ -402,7 +471,7 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
 async fn claim_stream(
     inner: &Inner,
     alias: u64,
-) -> Option<(u64, mpsc::UnboundedSender<TrackEvent>, watch::Receiver<u64>)> {
+) -> Option<(u64, mpsc::Sender<TrackEvent>, watch::Receiver<u64>)> {
     let mut changed = inner.changed.subscribe();
     let deadline = tokio::time::Instant::now() + ALIAS_WAIT;
     loop {
@@ -424,7 +493,7 @@ async fn claim_stream(
 async fn read_objects(
     reader: &mut StreamReader,
     header: &wire::SubgroupHeader,
-    events: &mpsc::UnboundedSender<TrackEvent>,
+    events: &mpsc::Sender<TrackEvent>,
 ) -> StreamEnd {
     let mut previous: Option<u64> = None;
     let extensions = header.extensions_present;
@@ -434,6 +503,9 @@ async fn read_objects(
             .await
         {
             Ok(Some(o)) => o,
+            // A group that ends without a single object was dropped by the publisher
+            // before it started: nothing of it will come.
+            Ok(None) if previous.is_none() => return StreamEnd::Reset,
             Ok(None) => return StreamEnd::Finished,
             Err(end) => return end,
         };
@@ -447,17 +519,23 @@ async fn read_objects(
             continue;
         }
         if object.payload_len > MAX_OBJECT_SIZE {
-            return StreamEnd::Violation(SessionError::violation("object larger than 64 MiB"));
+            return StreamEnd::Violation(SessionError::violation("object larger than 8 MiB"));
         }
-        let payload = match reader.payload(object.payload_len as usize).await {
+        let (payload, budget) = match reader.payload(object.payload_len as usize).await {
             Ok(p) => p,
             Err(end) => return end,
         };
-        let _ = events.send(TrackEvent::Object(Object {
+        let object = TrackEvent::Object(Object {
             group: header.group_id,
             id,
             payload,
             received: Instant::now(),
-        }));
+            budget,
+        });
+        // Waits while the consumer is behind: this is where backpressure starts. What
+        // waits here is bounded by the receive budget.
+        if events.send(object).await.is_err() {
+            return StreamEnd::Reset;
+        }
     }
 }

@@ -35,6 +35,9 @@ pub struct TrackDelivery {
     /// Objects not yet handed to QUIC this long after they were written are dropped with
     /// the rest of their group (the stream is reset if it was started).
     pub max_age: Option<Duration>,
+    /// A group dropped before it started still goes out, as a stream with no object, so a
+    /// receiver playing in order learns not to wait for it.
+    pub announce_dropped: bool,
 }
 
 impl Default for TrackDelivery {
@@ -44,6 +47,7 @@ impl Default for TrackDelivery {
             retained_groups: 1,
             supersede_after: None,
             max_age: None,
+            announce_dropped: false,
         }
     }
 }
@@ -75,6 +79,36 @@ impl Priority {
     }
 }
 
+/// An object's payload: byte ranges sent back to back (e.g. a frame header and the access
+/// unit it describes). Shared, never copied, by every subscriber it goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payload(Arc<[Bytes]>);
+
+impl Payload {
+    pub fn from_parts(parts: Vec<Bytes>) -> Payload {
+        Payload(parts.into())
+    }
+
+    pub fn parts(&self) -> &[Bytes] {
+        &self.0
+    }
+
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(Bytes::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Payload {
+    fn from(bytes: Bytes) -> Payload {
+        Payload::from_parts(vec![bytes])
+    }
+}
+
 /// One group: objects in order, all sent on one stream.
 #[derive(Debug)]
 pub struct Group {
@@ -87,23 +121,17 @@ pub struct Group {
 #[derive(Debug, Default)]
 struct GroupState {
     /// Payloads with the time each was written.
-    objects: Vec<(Bytes, Instant)>,
+    objects: Vec<(Payload, Instant)>,
     closed: bool,
 }
 
 impl Group {
-    /// The object at `index`, if written yet.
-    pub(crate) fn object(&self, index: usize) -> Option<Bytes> {
-        lock(&self.state).objects.get(index).map(|(b, _)| b.clone())
-    }
-
-    /// When the object at `index` was written, if it was.
-    pub(crate) fn written_at(&self, index: usize) -> Option<Instant> {
-        lock(&self.state).objects.get(index).map(|(_, t)| *t)
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.state).closed
+    /// Objects from `index` on, with the time each was written, and whether the group is
+    /// closed (no object follows the ones returned).
+    pub(crate) fn read_from(&self, index: usize) -> (Vec<(Payload, Instant)>, bool) {
+        let state = lock(&self.state);
+        let objects = state.objects.get(index..).unwrap_or_default().to_vec();
+        (objects, state.closed)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -129,7 +157,8 @@ impl GroupWriter {
     }
 
     /// Appends the next object (object IDs are contiguous from 0).
-    pub fn write(&self, payload: Bytes) {
+    pub fn write(&self, payload: impl Into<Payload>) {
+        let payload = payload.into();
         let mut state = lock(&self.group.state);
         if state.closed {
             return;
@@ -158,13 +187,21 @@ struct TrackState {
     ended: bool,
 }
 
-/// What a subscription sees of a track at one moment.
+/// Groups created since a reader last looked (see [`TrackShared::groups_since`]).
 #[derive(Debug)]
-pub(crate) struct TrackSnapshot {
-    /// Retained groups with their creation sequence numbers, oldest first.
+pub(crate) struct NewGroups {
+    /// Groups with their creation sequence numbers, oldest first.
     pub groups: Vec<(u64, Arc<Group>)>,
+    /// The sequence number to ask for next time.
+    pub next: u64,
+    /// Groups the reader never saw: they left the history before it looked.
+    pub missed: u64,
     pub ended: bool,
 }
+
+/// How long a track keeps groups beyond `retained_groups`, so a session that is busy
+/// for a moment still finds every group it has not read yet.
+const HISTORY: Duration = Duration::from_secs(2);
 
 /// Delivery counters of one track, summed over every session serving it.
 #[derive(Debug, Default)]
@@ -174,7 +211,15 @@ pub(crate) struct TrackCounters {
     pub objects_dropped: AtomicU64,
     pub groups_superseded: AtomicU64,
     pub groups_expired: AtomicU64,
+    pub groups_over_budget: AtomicU64,
+    pub groups_missed: AtomicU64,
     pub streams_reset: AtomicU64,
+}
+
+impl TrackCounters {
+    pub fn add(&self, counter: impl Fn(&TrackCounters) -> &AtomicU64, n: u64) {
+        counter(self).fetch_add(n, Ordering::Relaxed);
+    }
 }
 
 /// A snapshot of a track's delivery counters.
@@ -189,6 +234,10 @@ pub struct TrackStats {
     pub groups_superseded: u64,
     /// Groups abandoned because their data waited longer than the delivery timeout.
     pub groups_expired: u64,
+    /// Groups abandoned because a subscriber's backlog exceeded its budget.
+    pub groups_over_budget: u64,
+    /// Groups a busy session never saw: they left the track's history first.
+    pub groups_missed: u64,
     /// Streams reset (RESET_STREAM) after they had started.
     pub streams_reset: u64,
 }
@@ -200,7 +249,7 @@ pub(crate) struct TrackShared {
     state: Mutex<TrackState>,
     /// Schedulers of the sessions serving this track.
     doorbells: Mutex<Vec<Weak<Notify>>>,
-    pub counters: TrackCounters,
+    pub counters: Arc<TrackCounters>,
 }
 
 impl TrackShared {
@@ -220,13 +269,27 @@ impl TrackShared {
         lock(&self.doorbells).push(Arc::downgrade(bell));
     }
 
-    pub(crate) fn snapshot(&self) -> TrackSnapshot {
+    /// Groups with a creation sequence number of `sequence` or more.
+    pub(crate) fn groups_since(&self, sequence: u64) -> NewGroups {
         let state = lock(&self.state);
-        let first_seq = state.groups_created - state.groups.len() as u64;
-        TrackSnapshot {
-            groups: (first_seq..).zip(state.groups.iter().cloned()).collect(),
+        let first = state.groups_created - state.groups.len() as u64;
+        let from = sequence.max(first);
+        let skip = usize::try_from(from - first).unwrap_or(usize::MAX);
+        NewGroups {
+            groups: (from..)
+                .zip(state.groups.iter().skip(skip).cloned())
+                .collect(),
+            next: state.groups_created,
+            missed: from - sequence.min(from),
             ended: state.ended,
         }
+    }
+
+    /// Sequence number of the oldest group a new subscriber may still start from.
+    pub(crate) fn oldest_joinable(&self) -> u64 {
+        let state = lock(&self.state);
+        let kept = (state.groups.len() as u64).min(self.delivery.retained_groups.max(1) as u64);
+        state.groups_created - kept
     }
 
     /// Location of the newest object, if anything was published.
@@ -237,10 +300,6 @@ impl TrackShared {
             group: group.id,
             object: group.len().saturating_sub(1) as u64,
         })
-    }
-
-    pub(crate) fn count(&self, counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -269,7 +328,13 @@ impl TrackProducer {
         }
         state.groups.push_back(group.clone());
         state.groups_created += 1;
-        while state.groups.len() > self.shared.delivery.retained_groups.max(1) {
+        let retained = self.shared.delivery.retained_groups.max(1);
+        while state.groups.len() > retained
+            && state
+                .groups
+                .front()
+                .is_some_and(|g| g.created.elapsed() > HISTORY)
+        {
             state.groups.pop_front();
         }
         drop(state);
@@ -301,6 +366,8 @@ impl TrackProducer {
             objects_dropped: get(&c.objects_dropped),
             groups_superseded: get(&c.groups_superseded),
             groups_expired: get(&c.groups_expired),
+            groups_over_budget: get(&c.groups_over_budget),
+            groups_missed: get(&c.groups_missed),
             streams_reset: get(&c.streams_reset),
         }
     }
@@ -319,7 +386,7 @@ pub(crate) struct BroadcastInner {
     /// Number of subscriptions currently being served, across sessions.
     pub active: watch::Sender<usize>,
     /// Told the track name of every new subscription.
-    subscribed: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    subscribed: Mutex<Option<mpsc::Sender<String>>>,
 }
 
 impl Broadcast {
@@ -345,7 +412,7 @@ impl Broadcast {
             delivery,
             state: Mutex::default(),
             doorbells: Mutex::default(),
-            counters: TrackCounters::default(),
+            counters: Arc::default(),
         });
         lock(&self.inner.tracks).insert(name.as_bytes().to_vec(), shared.clone());
         TrackProducer { shared }
@@ -364,14 +431,15 @@ impl Broadcast {
     }
 
     /// Sends the track name of every new subscription to `tx` (e.g. to ask the encoder
-    /// for a keyframe so a new viewer need not wait for the next GoP).
-    pub fn on_subscribe(&self, tx: mpsc::UnboundedSender<String>) {
+    /// for a keyframe so a new viewer need not wait for the next GoP). Never waits: when
+    /// `tx` is full the notice is dropped, as one already waiting says the same.
+    pub fn on_subscribe(&self, tx: mpsc::Sender<String>) {
         *lock(&self.inner.subscribed) = Some(tx);
     }
 
     pub(crate) fn notify_subscribed(&self, track: &str) {
         if let Some(tx) = lock(&self.inner.subscribed).as_ref() {
-            let _ = tx.send(track.to_owned());
+            let _ = tx.try_send(track.to_owned());
         }
     }
 
@@ -418,6 +486,10 @@ mod tests {
         publisher: 64,
     };
 
+    fn bytes(payload: &Payload) -> Vec<u8> {
+        payload.parts().concat()
+    }
+
     #[test]
     fn groups_close_when_superseded_and_keep_objects_in_order() {
         let b = broadcast();
@@ -425,7 +497,10 @@ mod tests {
         assert_eq!(t.shared.largest(), None);
         let g0 = t.create_group(0, P);
         g0.write(Bytes::from_static(b"a"));
-        g0.write(Bytes::from_static(b"bc"));
+        g0.write(Payload::from_parts(vec![
+            Bytes::from_static(b"b"),
+            Bytes::from_static(b"c"),
+        ]));
         assert_eq!(
             t.shared.largest(),
             Some(Location {
@@ -433,19 +508,48 @@ mod tests {
                 object: 1
             })
         );
-        let first = t.shared.snapshot().groups[0].1.clone();
-        assert_eq!(first.object(1), Some(Bytes::from_static(b"bc")));
-        assert!(first.written_at(1).is_some() && first.written_at(2).is_none());
-        assert!(!first.is_closed());
+        let new = t.shared.groups_since(0);
+        assert_eq!((new.next, new.missed, new.ended), (1, 0, false));
+        let first = new.groups[0].1.clone();
+        let (objects, closed) = first.read_from(1);
+        assert_eq!(objects.len(), 1);
+        assert_eq!(bytes(&objects[0].0), b"bc");
+        assert_eq!(objects[0].0.len(), 2);
+        assert!(!closed);
+        assert!(first.read_from(5).0.is_empty());
         let _g1 = t.create_group(1, P);
-        assert!(first.is_closed());
+        assert!(first.read_from(2).1, "a new group closes the previous one");
         // Writing into a closed group is ignored rather than corrupting a finished stream.
         g0.write(Bytes::from_static(b"late"));
         assert_eq!(first.len(), 2);
-        let snap = t.shared.snapshot();
-        assert_eq!(snap.groups.len(), 1, "only the newest group is retained");
-        assert_eq!(snap.groups[0].0, 1);
-        assert!(!snap.ended);
+        let new = t.shared.groups_since(1);
+        assert_eq!(new.groups.len(), 1);
+        assert_eq!((new.groups[0].0, new.groups[0].1.id), (1, 1));
+        // A new subscriber starts from the retained groups only (one by default).
+        assert_eq!(t.shared.oldest_joinable(), 1);
+    }
+
+    #[test]
+    fn history_outlives_retention_briefly_then_counts_missed_groups() {
+        let b = broadcast();
+        let t = b.create_track("video-enh", TrackDelivery::default());
+        for id in 0..5 {
+            t.create_group(id, P).write(Bytes::from_static(b"x"));
+        }
+        // Recent groups stay for a reader that fell behind.
+        let new = t.shared.groups_since(0);
+        assert_eq!(new.groups.len(), 5);
+        assert_eq!(new.missed, 0);
+        let mut state = lock(&t.shared.state);
+        state.groups.drain(..3);
+        drop(state);
+        let new = t.shared.groups_since(1);
+        assert_eq!(new.missed, 2);
+        assert_eq!(
+            new.groups.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            [3, 4]
+        );
+        assert_eq!(new.next, 5);
     }
 
     #[test]
@@ -466,12 +570,23 @@ mod tests {
                 .unwrap();
         });
         b.finish();
-        let snap = t.shared.snapshot();
-        assert!(snap.ended);
-        assert!(snap.groups[0].1.is_closed());
+        let new = t.shared.groups_since(0);
+        assert!(new.ended);
+        assert!(new.groups[0].1.read_from(0).1);
         drop(g);
         assert!(b.track(b"video").is_some());
         assert!(b.track(b"audio").is_none());
+    }
+
+    #[test]
+    fn subscription_notices_never_wait() {
+        let b = broadcast();
+        let (tx, mut rx) = mpsc::channel(1);
+        b.on_subscribe(tx);
+        b.notify_subscribed("video");
+        b.notify_subscribed("video");
+        assert_eq!(rx.try_recv().unwrap(), "video");
+        assert!(rx.try_recv().is_err(), "the second notice was dropped");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -12,7 +13,10 @@ use h264::StreamFormat;
 use moq_media::catalog::BASE_TRACK;
 use moq_session::blocking::Canceller;
 use moq_session::tls::{self, ServerIdentity, Trust};
-use moq_session::{Broadcast, MoqUrl, RelayEvent, RelayPublisher, Server, ServerEvent};
+use moq_session::{
+    Broadcast, EVENT_QUEUE, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server, ServerEvent,
+    ServerLimits,
+};
 use tokio::sync::mpsc;
 
 use super::Delivery;
@@ -33,6 +37,11 @@ const DEFAULT_NAMESPACE: &str = "live";
 const EOS_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frame duration assumed when neither the buffer nor the caps give one (30 fps).
 const FALLBACK_FRAME_US: u64 = 33_333;
+const DEFAULT_MAX_SUBSCRIBERS: u32 = 1000;
+const DEFAULT_MAX_BACKLOG_MS: u32 = 3000;
+const DEFAULT_SUBSCRIBER_TIMEOUT_S: u32 = 10;
+/// Malformed access units are reported on the bus at most this often (with a count).
+const MALFORMED_REPORT_INTERVAL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -48,6 +57,18 @@ struct Settings {
     delivery: Delivery,
     delivery_timeout_ms: u32,
     keyframe_on_subscribe: bool,
+    max_subscribers: u32,
+    max_backlog_ms: u32,
+    subscriber_timeout_s: u32,
+}
+
+impl Settings {
+    fn publish_limits(&self) -> PublishLimits {
+        PublishLimits {
+            max_backlog: Duration::from_millis(self.max_backlog_ms.into()),
+            stall_timeout: Duration::from_secs(self.subscriber_timeout_s.into()),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -64,6 +85,9 @@ impl Default for Settings {
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
             keyframe_on_subscribe: true,
+            max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
+            max_backlog_ms: DEFAULT_MAX_BACKLOG_MS,
+            subscriber_timeout_s: DEFAULT_SUBSCRIBER_TIMEOUT_S,
         }
     }
 }
@@ -83,6 +107,30 @@ struct Started {
     warned_no_keyframe: bool,
     /// Synthesised timestamps when buffers carry none.
     next_fallback_pts: u64,
+    malformed: MalformedReports,
+}
+
+/// Malformed access units, reported on the bus without flooding it: the first at once,
+/// then at most one report per interval with the count since the last one.
+#[derive(Default)]
+struct MalformedReports {
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl MalformedReports {
+    /// Counts one; returns how many to report now, if a report is due.
+    fn count(&mut self, now: Instant) -> Option<u64> {
+        self.unreported += 1;
+        let due = self
+            .last_report
+            .is_none_or(|t| now.duration_since(t) >= MALFORMED_REPORT_INTERVAL);
+        if !due {
+            return None;
+        }
+        self.last_report = Some(now);
+        Some(std::mem::take(&mut self.unreported))
+    }
 }
 
 #[derive(Default)]
@@ -98,13 +146,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Wall clock, µs since the UNIX epoch.
+fn unix_now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
 impl MoqSink {
+    /// The TLS identity. Lock order: `settings` is copied first and released, then
+    /// `identity` is taken; nothing holds `identity` while taking `settings`.
     fn identity(&self) -> Result<Arc<ServerIdentity>, gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
         let mut identity = lock(&self.identity);
         if let Some(id) = identity.as_ref() {
             return Ok(id.clone());
         }
-        let settings = lock(&self.settings).clone();
         let id = match (&settings.tls_cert_file, &settings.tls_key_file) {
             (Some(cert), Some(key)) => ServerIdentity::from_pem_files(cert, key),
             (None, None) => {
@@ -155,7 +212,7 @@ impl MoqSink {
             let url = MoqUrl::parse(text)
                 .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
             let trust = Self::relay_trust(settings, &url)?;
-            let (events_tx, events_rx) = mpsc::unbounded_channel();
+            let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
             gst::info!(CAT, imp = self, "publishing through {url}");
             RUNTIME.spawn(forward_relay_events(
                 self.obj().downgrade(),
@@ -166,6 +223,7 @@ impl MoqSink {
                 url,
                 trust,
                 broadcast.clone(),
+                settings.publish_limits(),
                 events_tx,
             )));
         }
@@ -184,13 +242,18 @@ impl MoqSink {
                 )
             })?;
         let identity = self.identity()?;
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let server = Server::bind(addr, &identity, broadcast.clone(), events_tx).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::OpenWrite,
-                ["cannot listen on {addr}: {e}"]
-            )
-        })?;
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        let limits = ServerLimits {
+            max_sessions: settings.max_subscribers as usize,
+            publish: settings.publish_limits(),
+        };
+        let server =
+            Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ["cannot listen on {addr}: {e}"]
+                )
+            })?;
         let bound = server.local_addr();
         let fingerprint = tls::fingerprint_hex(&identity.fingerprint());
         gst::info!(
@@ -209,14 +272,24 @@ impl MoqSink {
         Ok(Link::Listen(server))
     }
 
-    /// Asks upstream for a keyframe, so a new viewer starts without waiting for a GoP.
+    /// Asks upstream for a keyframe, so a new viewer starts without waiting for a GoP; at
+    /// most once per GoP, however many viewers join.
     fn request_keyframe(&self) {
+        let allowed = lock(&self.state)
+            .as_mut()
+            .is_some_and(|s| s.publisher.allow_keyframe_request(unix_now_us()));
+        if !allowed {
+            gst::debug!(CAT, imp = self, "keyframe requested less than a GoP ago");
+            return;
+        }
         let event = gst::event::CustomUpstream::new(
             gst::Structure::builder("GstForceKeyUnit")
                 .field("all-headers", true)
                 .build(),
         );
-        let pad = self.obj().static_pad("sink").expect("sink pad");
+        let Some(pad) = self.obj().static_pad("sink") else {
+            return;
+        };
         if !pad.push_event(event) {
             gst::debug!(
                 CAT,
@@ -272,9 +345,7 @@ impl MoqSink {
             pts,
             dts,
             duration: frame_us,
-            availability_us: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as u64),
+            availability_us: unix_now_us(),
         }
     }
 
@@ -305,6 +376,8 @@ impl MoqSink {
                 .field(format!("{layer}-objects-dropped"), t.objects_dropped)
                 .field(format!("{layer}-groups-superseded"), t.groups_superseded)
                 .field(format!("{layer}-groups-expired"), t.groups_expired)
+                .field(format!("{layer}-groups-over-budget"), t.groups_over_budget)
+                .field(format!("{layer}-groups-missed"), t.groups_missed)
                 .field(format!("{layer}-streams-reset"), t.streams_reset);
         }
         s.build()
@@ -387,7 +460,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames and bytes published per kind, and per layer objects sent and dropped, groups superseded or expired, streams reset, subscribers")
+                    .blurb("Frames and bytes published per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers")
                     .read_only()
                     .build(),
                 glib::ParamSpecString::builder("url")
@@ -413,8 +486,32 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoolean::builder("keyframe-on-subscribe")
                     .nick("Keyframe on subscribe")
-                    .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP")
+                    .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP; at most once per GoP")
                     .default_value(true)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("max-subscribers")
+                    .nick("Maximum subscribers")
+                    .blurb("Listening: sessions served at once (handshakes included); more are refused")
+                    .minimum(1)
+                    .maximum(100_000)
+                    .default_value(DEFAULT_MAX_SUBSCRIBERS)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("max-backlog")
+                    .nick("Maximum backlog")
+                    .blurb("ms: data a subscriber has not taken this long after it was published is dropped, oldest GoP first (its stream reset), in every delivery mode; bounds what a slow subscriber costs")
+                    .minimum(100)
+                    .maximum(600_000)
+                    .default_value(DEFAULT_MAX_BACKLOG_MS)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("subscriber-timeout")
+                    .nick("Subscriber timeout")
+                    .blurb("Seconds a subscriber may take no data at all (it does not read) before it is disconnected")
+                    .minimum(1)
+                    .maximum(3600)
+                    .default_value(DEFAULT_SUBSCRIBER_TIMEOUT_S)
                     .mutable_ready()
                     .build(),
             ]
@@ -423,35 +520,45 @@ impl ObjectImpl for MoqSink {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        // GObject checked the value's type against the pspec before calling us.
+        let text = || value.get::<Option<String>>().unwrap_or_default();
         let mut settings = lock(&self.settings);
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-        };
+        let mut identity_changed = false;
         match pspec.name() {
             "listen" => settings.listen = text().unwrap_or_else(|| DEFAULT_LISTEN.into()),
             "namespace" => settings.namespace = text().unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
             "tls-cert-file" => {
                 settings.tls_cert_file = text().map(PathBuf::from);
-                *lock(&self.identity) = None;
+                identity_changed = true;
             }
             "tls-key-file" => {
                 settings.tls_key_file = text().map(PathBuf::from);
-                *lock(&self.identity) = None;
+                identity_changed = true;
             }
             "url" => settings.url = text(),
             "tls-fingerprint" => settings.relay_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
-            "tls-insecure" => settings.tls_insecure = value.get().expect("type checked upstream"),
+            "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "keyframe-on-subscribe" => {
-                settings.keyframe_on_subscribe = value.get().expect("type checked upstream")
+                settings.keyframe_on_subscribe = value.get().unwrap_or_default()
             }
-            "delivery" => settings.delivery = value.get().expect("type checked upstream"),
-            "delivery-timeout" => {
-                settings.delivery_timeout_ms = value.get().expect("type checked upstream")
+            "delivery" => settings.delivery = value.get().unwrap_or_default(),
+            "delivery-timeout" => settings.delivery_timeout_ms = value.get().unwrap_or_default(),
+            "max-subscribers" => {
+                settings.max_subscribers = value.get().unwrap_or(DEFAULT_MAX_SUBSCRIBERS)
+            }
+            "max-backlog" => {
+                settings.max_backlog_ms = value.get().unwrap_or(DEFAULT_MAX_BACKLOG_MS)
+            }
+            "subscriber-timeout" => {
+                settings.subscriber_timeout_s = value.get().unwrap_or(DEFAULT_SUBSCRIBER_TIMEOUT_S)
             }
             other => unreachable!("unknown property {other}"),
+        }
+        drop(settings);
+        // Never nested in `settings` (see `identity`).
+        if identity_changed {
+            *lock(&self.identity) = None;
         }
     }
 
@@ -470,6 +577,9 @@ impl ObjectImpl for MoqSink {
             "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
+            "max-subscribers" => settings.max_subscribers.to_value(),
+            "max-backlog" => settings.max_backlog_ms.to_value(),
+            "subscriber-timeout" => settings.subscriber_timeout_s.to_value(),
             "tls-fingerprint" if settings.url.is_some() => settings.relay_fingerprint.to_value(),
             "tls-fingerprint" => match self.identity() {
                 Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
@@ -528,7 +638,7 @@ impl BaseSinkImpl for MoqSink {
             .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
         let publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
         if settings.keyframe_on_subscribe {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mpsc::channel(EVENT_QUEUE);
             broadcast.on_subscribe(tx);
             RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
         }
@@ -539,6 +649,7 @@ impl BaseSinkImpl for MoqSink {
             publisher,
             warned_no_keyframe: false,
             next_fallback_pts: 0,
+            malformed: MalformedReports::default(),
         });
         Ok(())
     }
@@ -578,8 +689,6 @@ impl BaseSinkImpl for MoqSink {
             .map(|f| [f.numer() as u32, f.denom() as u32]);
         let params = StreamParams {
             format: Some(format),
-            width: s.get::<i32>("width").unwrap_or(0).max(0) as u32,
-            height: s.get::<i32>("height").unwrap_or(0).max(0) as u32,
             framerate,
         };
         let codec_data = s.get::<gst::Buffer>("codec_data").ok();
@@ -602,16 +711,19 @@ impl BaseSinkImpl for MoqSink {
     }
 
     fn render(&self, buffer: &gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let map = buffer.map_readable().map_err(|_| {
+        // The access unit is shared with every subscriber as it is, not copied.
+        let map = buffer.clone().into_mapped_buffer_readable().map_err(|_| {
             gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map buffer"]);
             gst::FlowError::Error
         })?;
+        let au = Bytes::from_owner(map);
+        let len = au.len();
         let mut state = lock(&self.state);
         let Some(started) = state.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
         let timing = self.timing(started, buffer);
-        match started.publisher.push(&map, timing) {
+        let report = match started.publisher.push(au, timing) {
             Ok(published) => {
                 gst::trace!(
                     CAT,
@@ -621,25 +733,30 @@ impl BaseSinkImpl for MoqSink {
                     published.role,
                     published.group
                 );
+                None
             }
             Err(Dropped::NoKeyframeYet) => {
-                if !started.warned_no_keyframe {
-                    started.warned_no_keyframe = true;
-                    gst::element_imp_warning!(
-                        self,
-                        gst::StreamError::Decode,
-                        ("dropping access units until a keyframe with SPS/PPS arrives")
-                    );
-                }
+                (!std::mem::replace(&mut started.warned_no_keyframe, true)).then(|| {
+                    "dropping access units until a keyframe with SPS/PPS arrives".to_owned()
+                })
             }
             Err(Dropped::Malformed(reason)) => {
-                gst::warning!(
+                gst::debug!(
                     CAT,
                     imp = self,
-                    "dropping malformed access unit ({} bytes): {reason}",
-                    map.len()
+                    "malformed access unit ({len} bytes): {reason}"
                 );
+                started.malformed.count(Instant::now()).map(|n| {
+                    format!(
+                        "dropped {n} malformed access unit(s), the last of {len} bytes: {reason}"
+                    )
+                })
             }
+        };
+        drop(state);
+        // Posted without holding the state: bus handlers may call back into the element.
+        if let Some(text) = report {
+            gst::element_imp_warning!(self, gst::StreamError::Decode, ("{text}"));
         }
         Ok(gst::FlowSuccess::Ok)
     }
@@ -665,7 +782,7 @@ impl BaseSinkImpl for MoqSink {
 /// Turns subscriber connections into element messages and log lines.
 async fn forward_server_events(
     element: glib::WeakRef<super::MoqSink>,
-    mut events: mpsc::UnboundedReceiver<ServerEvent>,
+    mut events: mpsc::Receiver<ServerEvent>,
 ) {
     while let Some(event) = events.recv().await {
         let Some(element) = element.upgrade() else {
@@ -701,7 +818,7 @@ async fn forward_server_events(
 async fn forward_relay_events(
     element: glib::WeakRef<super::MoqSink>,
     url: String,
-    mut events: mpsc::UnboundedReceiver<RelayEvent>,
+    mut events: mpsc::Receiver<RelayEvent>,
 ) {
     while let Some(event) = events.recv().await {
         let Some(element) = element.upgrade() else {
@@ -738,7 +855,7 @@ async fn forward_relay_events(
 /// Asks for a keyframe whenever a subscriber joins the video track.
 async fn request_keyframes(
     element: glib::WeakRef<super::MoqSink>,
-    mut subscribed: mpsc::UnboundedReceiver<String>,
+    mut subscribed: mpsc::Receiver<String>,
 ) {
     while let Some(track) = subscribed.recv().await {
         let Some(element) = element.upgrade() else {

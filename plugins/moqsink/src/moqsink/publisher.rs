@@ -4,12 +4,12 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use h264::{AuInfo, FrameKind, ParameterSets, StreamFormat};
+use h264::{AuInfo, FrameKind, StreamFormat, StreamParser};
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
 use moq_media::mapping::priority::{self, Urgency};
-use moq_media::{DeliveryMode, FrameHeader, Mapper};
+use moq_media::{DeliveryMode, FrameHeader, KeyframeRequests, Mapper};
 use moq_session::{
-    Broadcast, GroupOrder, GroupWriter, Priority, TrackDelivery, TrackProducer, TrackStats,
+    Broadcast, GroupOrder, GroupWriter, Payload, Priority, TrackDelivery, TrackProducer, TrackStats,
 };
 
 /// Without a delivery timeout, non-reference frames still expire after this long: past
@@ -69,8 +69,6 @@ pub enum Dropped {
 #[derive(Debug, Clone, Default)]
 pub struct StreamParams {
     pub format: Option<StreamFormat>,
-    pub width: u32,
-    pub height: u32,
     pub framerate: Option<[u32; 2]>,
 }
 
@@ -81,7 +79,8 @@ pub struct Publisher {
     base: TrackProducer,
     enhancement: Option<TrackProducer>,
     stream: StreamParams,
-    parameter_sets: ParameterSets,
+    /// Validates every access unit and keeps the parameter sets the stream uses now.
+    parser: StreamParser,
     mapper: Mapper,
     open_group: Option<GroupWriter>,
     published_avcc: Option<Vec<u8>>,
@@ -90,6 +89,7 @@ pub struct Publisher {
     /// Start of this run, ms since the UNIX epoch: the first group ID and decode index.
     epoch: u64,
     published: Published,
+    keyframe_requests: KeyframeRequests,
 }
 
 /// Where one access unit went.
@@ -122,6 +122,8 @@ impl Publisher {
                 group_order,
                 supersede_after: mode.newest_group_first().then_some(SUPERSEDE_AFTER),
                 max_age: delivery_timeout,
+                // An in-order player waits for every GoP unless told it was dropped.
+                announce_dropped: !mode.newest_group_first(),
                 ..TrackDelivery::default()
             },
         );
@@ -141,7 +143,7 @@ impl Publisher {
             base,
             enhancement,
             stream: StreamParams::default(),
-            parameter_sets: ParameterSets::default(),
+            parser: StreamParser::new(),
             mapper: Mapper::starting_at(mode, epoch),
             open_group: None,
             published_avcc: None,
@@ -149,7 +151,14 @@ impl Publisher {
             decode_index: epoch,
             epoch,
             published: Published::default(),
+            keyframe_requests: KeyframeRequests::default(),
         }
+    }
+
+    /// Whether a new subscriber's keyframe request at `now_us` (wall clock) should go to
+    /// the encoder: at most once per GoP.
+    pub fn allow_keyframe_request(&mut self, now_us: u64) -> bool {
+        self.keyframe_requests.request(now_us)
     }
 
     /// New caps: stream format, size, rate, and for `avc` the parameter sets in `codec_data`.
@@ -159,9 +168,9 @@ impl Publisher {
         codec_data: Option<&[u8]>,
     ) -> Result<(), String> {
         if let Some(avcc) = codec_data {
-            let (sets, _) =
-                ParameterSets::from_avcc(avcc).map_err(|e| format!("invalid codec_data: {e}"))?;
-            self.parameter_sets = sets;
+            self.parser
+                .load_avcc(avcc)
+                .map_err(|e| format!("invalid codec_data: {e}"))?;
         }
         self.stream = params;
         Ok(())
@@ -180,9 +189,10 @@ impl Publisher {
         )
     }
 
-    /// Publishes one access unit.
-    pub fn push(&mut self, au: &[u8], timing: AuTiming) -> Result<Placed, Dropped> {
-        let result = self.place(au, timing);
+    /// Publishes one access unit. In byte-stream format its bytes are sent as they are,
+    /// shared by every subscriber, never copied.
+    pub fn push(&mut self, au: Bytes, timing: AuTiming) -> Result<Placed, Dropped> {
+        let result = self.place(&au, timing);
         match &result {
             Ok(placed) => {
                 let k = kind_index(placed.info.kind);
@@ -194,20 +204,24 @@ impl Publisher {
         result
     }
 
-    fn place(&mut self, au: &[u8], timing: AuTiming) -> Result<Placed, Dropped> {
+    fn place(&mut self, au: &Bytes, timing: AuTiming) -> Result<Placed, Dropped> {
         let format = self.stream.format.unwrap_or(StreamFormat::ByteStream);
-        let info = h264::classify(au, format).map_err(|e| Dropped::Malformed(e.to_string()))?;
-        self.parameter_sets
-            .update_from_au(au, format)
-            .map_err(|e| Dropped::Malformed(e.to_string()))?;
-        if info.kind == FrameKind::Key {
-            if !self.parameter_sets.is_complete() {
+        // Pictures whose parameter sets never came cannot start a stream; anything else
+        // that does not parse is malformed, and none of its parameter sets are kept.
+        let parsed = match self.parser.push(au, format) {
+            Ok(parsed) => parsed,
+            Err(e) if e.is_missing_parameter_set() && self.parser.active().is_none() => {
                 return Err(Dropped::NoKeyframeYet);
             }
+            Err(e) => return Err(Dropped::Malformed(e.to_string())),
+        };
+        let info = parsed.info;
+        if info.kind == FrameKind::Key {
             self.publish_catalog_if_changed();
+            self.keyframe_requests.keyframe(timing.availability_us);
         }
         let placement = self.mapper.place(info.kind).ok_or(Dropped::NoKeyframeYet)?;
-        let mut payload = Vec::with_capacity(au.len() + 64);
+        let mut header = Vec::with_capacity(64);
         FrameHeader {
             kind: info.kind,
             slice_type: info.slice_type,
@@ -219,21 +233,25 @@ impl Publisher {
             base_group: placement.base_group,
             base_index: placement.base_index,
         }
-        .encode(&mut payload);
+        .encode(&mut header);
+        let mut parts = vec![Bytes::from(header)];
         // Objects always carry Annex B, and keyframes their own SPS/PPS, so any group is
         // a self-contained join point whatever the input format.
-        if info.kind == FrameKind::Key && !(info.has_sps && info.has_pps) {
-            payload.extend_from_slice(&self.parameter_sets.annexb_prefix());
+        if info.kind == FrameKind::Key
+            && !parsed.carries_active_sets
+            && let Some(active) = self.parser.active()
+        {
+            parts.push(Bytes::copy_from_slice(active.annexb_prefix()));
         }
-        match format {
-            StreamFormat::ByteStream => payload.extend_from_slice(au),
-            StreamFormat::Avc { length_size } => payload.extend_from_slice(
-                &h264::avc_to_annexb(au, length_size)
+        parts.push(match format {
+            StreamFormat::ByteStream => au.clone(),
+            StreamFormat::Avc { length_size } => Bytes::from(
+                h264::avc_to_annexb(au, length_size)
                     .map_err(|e| Dropped::Malformed(e.to_string()))?,
             ),
-        }
+        });
         self.decode_index += 1;
-        let payload = Bytes::from(payload);
+        let payload = Payload::from_parts(parts);
         match placement.role {
             TrackRole::Base => {
                 if placement.starts_group {
@@ -247,16 +265,15 @@ impl Publisher {
                 }
             }
             TrackRole::Enhancement => {
-                let track = self
-                    .enhancement
-                    .as_ref()
-                    .expect("split modes create the track");
-                track
-                    .create_group(
-                        placement.group,
-                        session_priority(priority::enhancement(placement.group)),
-                    )
-                    .write(payload);
+                // Only the modes that split layers place frames here, and they create it.
+                if let Some(track) = &self.enhancement {
+                    track
+                        .create_group(
+                            placement.group,
+                            session_priority(priority::enhancement(placement.group)),
+                        )
+                        .write(payload);
+                }
             }
         }
         Ok(Placed {
@@ -267,15 +284,15 @@ impl Publisher {
     }
 
     fn publish_catalog_if_changed(&mut self) {
-        let avcc = self.parameter_sets.avcc();
+        let Some(active) = self.parser.active() else {
+            return;
+        };
+        let avcc = active.avcc().to_vec();
         if self.published_avcc.as_ref() == Some(&avcc) {
             return;
         }
-        let sps = self.parameter_sets.sps_info();
-        let (codec, width, height) = match &sps {
-            Some(sps) => (sps.codec_string(), sps.width, sps.height),
-            None => ("avc1".to_owned(), self.stream.width, self.stream.height),
-        };
+        let sps = active.sps_info();
+        let (codec, width, height) = (sps.codec_string(), sps.width, sps.height);
         let mut tracks = vec![TrackEntry {
             name: catalog::BASE_TRACK.into(),
             role: TrackRole::Base,

@@ -1,7 +1,7 @@
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -15,9 +15,9 @@ use moq_media::{PlayoutClock, ReorderBuffer};
 use moq_session::MoqUrl;
 use moq_session::blocking::Canceller;
 use moq_session::tls::{self, Trust};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use super::receiver::{self, Control, Item, ReceiverConfig};
+use super::receiver::{self, Control, ITEM_QUEUE, Item, Received, ReceiverConfig};
 use super::stats::ReceiverStats;
 use crate::RUNTIME;
 
@@ -60,13 +60,20 @@ impl Default for Settings {
     }
 }
 
-/// The AU bytes and the availability time a frame carries to the output buffer.
-type Payload = Bytes;
+/// What a buffered frame carries: its access unit, and the received object it came in,
+/// which keeps its bytes counted against the session's receive budget until output.
+type Payload = Received;
 
+/// Shared between threads; locked only briefly.
 struct Started {
-    items: mpsc::UnboundedReceiver<Item>,
-    controls: mpsc::UnboundedSender<Control>,
     worker: tokio::task::JoinHandle<()>,
+    controls: watch::Sender<Control>,
+}
+
+/// The streaming thread's state. `create()` takes it out of its mutex for as long as it
+/// runs, so no lock is held while it waits for data, sets caps or posts messages.
+struct Streaming {
+    items: mpsc::Receiver<Item>,
     reorder: ReorderBuffer<Payload>,
     playout: PlayoutClock,
     /// Monotonic origin for arrival times given to the reorder buffer.
@@ -76,15 +83,23 @@ struct Started {
     eos: bool,
     /// Frames output so far: the first one's re-anchoring is not a rebuffer.
     outputs: u64,
+    /// Epoch of the media subscriptions whose frames are wanted.
+    media_epoch: u64,
+    /// After a pause: frames are stale until the media subscriptions restart.
+    awaiting_resume: bool,
 }
 
 #[derive(Default)]
 pub struct MoqSrc {
     settings: Mutex<Settings>,
-    state: Mutex<Option<Started>>,
-    /// Apart from `state`, which the streaming thread holds while it waits.
+    started: Mutex<Option<Started>>,
+    streaming: Mutex<Option<Streaming>>,
     stats: Mutex<ReceiverStats>,
     canceller: Canceller,
+    /// Paused after playing: on resume, frames from before the pause are stale.
+    paused_after_playing: AtomicBool,
+    /// Set on such a resume, for the streaming thread.
+    resumed: AtomicBool,
 }
 
 fn unix_now_us() -> i64 {
@@ -98,7 +113,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn ns_since(epoch: Instant, t: Instant) -> u64 {
-    t.saturating_duration_since(epoch).as_nanos() as u64
+    u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A time in ns as a `ClockTime`, saturated below `NONE` (which is `u64::MAX`).
+fn clock_ns(ns: u64) -> gst::ClockTime {
+    gst::ClockTime::from_nseconds(ns.min(gst::ClockTime::MAX.nseconds()))
+}
+
+/// A time in µs as a `ClockTime`, saturated rather than overflowing.
+fn clock_us(us: u64) -> gst::ClockTime {
+    clock_ns(us.saturating_mul(1_000))
 }
 
 impl MoqSrc {
@@ -143,17 +168,22 @@ impl MoqSrc {
         ))
     }
 
+    /// Caps from a catalog (validated when parsed; out-of-range values are left out).
     fn caps_for(catalog: &Catalog) -> gst::Caps {
         let mut caps = gst::Caps::builder("video/x-h264")
             .field("stream-format", "byte-stream")
             .field("alignment", "au");
-        if catalog.video.width > 0 && catalog.video.height > 0 {
-            caps = caps
-                .field("width", catalog.video.width as i32)
-                .field("height", catalog.video.height as i32);
+        let positive = |v: u32| i32::try_from(v).ok().filter(|v| *v > 0);
+        if let (Some(w), Some(h)) = (
+            positive(catalog.video.width),
+            positive(catalog.video.height),
+        ) {
+            caps = caps.field("width", w).field("height", h);
         }
-        if let Some([n, d]) = catalog.video.framerate {
-            caps = caps.field("framerate", gst::Fraction::new(n as i32, d as i32));
+        if let Some([n, d]) = catalog.video.framerate
+            && let (Some(n), Some(d)) = (positive(n), positive(d))
+        {
+            caps = caps.field("framerate", gst::Fraction::new(n, d));
         }
         caps.build()
     }
@@ -165,7 +195,7 @@ impl MoqSrc {
     }
 
     /// Handles one item from the network side; `Err` ends streaming.
-    fn handle_item(&self, state: &mut Started, item: Item) -> Result<(), gst::FlowError> {
+    fn handle_item(&self, state: &mut Streaming, item: Item) -> Result<(), gst::FlowError> {
         match item {
             Item::Connected { peer, attempt } => {
                 gst::info!(
@@ -217,20 +247,31 @@ impl MoqSrc {
                     state.caps_pending = true;
                 }
             }
-            Item::Frame {
-                header,
-                layer,
-                au,
-                received,
-            } => {
-                let bytes = au.len();
+            Item::Subscribed { epoch } => {
+                gst::debug!(CAT, imp = self, "media subscriptions, epoch {epoch}");
+                state.media_epoch = epoch;
+                if std::mem::take(&mut state.awaiting_resume) {
+                    // Resumed at the live edge: the old timeline means nothing.
+                    state.reorder.clear();
+                    state.playout.reset();
+                }
+            }
+            Item::Frame(received)
+                if received.epoch != state.media_epoch || state.awaiting_resume =>
+            {
+                gst::trace!(CAT, imp = self, "dropping a frame received before a pause");
+            }
+            Item::Frame(received) => {
+                let header = received.header;
+                let bytes = received.au.len();
+                let arrival_us = unix_now_us()
+                    - i64::try_from(received.received.elapsed().as_micros()).unwrap_or(0);
                 let frame = Frame {
                     header,
-                    layer,
-                    arrival: ns_since(state.epoch, received),
-                    data: au,
+                    layer: received.layer,
+                    arrival: ns_since(state.epoch, received.received),
+                    data: received,
                 };
-                let arrival_us = unix_now_us() - received.elapsed().as_micros() as i64;
                 match state.reorder.push(frame) {
                     Pushed::Buffered { out_of_order } => {
                         lock(&self.stats).arrived(&header, bytes, arrival_us, out_of_order);
@@ -248,7 +289,10 @@ impl MoqSrc {
                     }
                 }
             }
-            Item::GroupEnd { group, complete } => {
+            Item::GroupEnd { epoch, .. } if epoch != state.media_epoch => {}
+            Item::GroupEnd {
+                group, complete, ..
+            } => {
                 if !complete {
                     gst::debug!(CAT, imp = self, "group {group} was reset");
                     state.reorder.group_lost(group);
@@ -290,7 +334,7 @@ impl MoqSrc {
             .build()
     }
 
-    fn make_buffer(&self, state: &mut Started, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
+    fn make_buffer(&self, state: &mut Streaming, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
         // A live source stamps data with when it arrived, not when downstream let us push
         // it: time spent blocked behind the decoder and sink is covered by their latency.
         let now = self
@@ -312,12 +356,12 @@ impl MoqSrc {
             stamped.dts,
             stamped.discont
         );
-        let mut buffer = gst::Buffer::from_slice(frame.data);
-        {
-            let buffer = buffer.get_mut().expect("new buffer is writable");
-            buffer.set_dts(gst::ClockTime::from_nseconds(stamped.dts));
-            buffer.set_pts(gst::ClockTime::from_nseconds(stamped.pts));
-            buffer.set_duration(gst::ClockTime::from_useconds(h.duration));
+        // The object's budget is released with it: the buffer is downstream's now.
+        let mut buffer = gst::Buffer::from_slice(frame.data.au);
+        if let Some(buffer) = buffer.get_mut() {
+            buffer.set_dts(clock_ns(stamped.dts));
+            buffer.set_pts(clock_ns(stamped.pts));
+            buffer.set_duration(clock_us(h.duration));
             // Counted from the publisher's first frame (its epoch).
             let epoch = state.catalog.as_ref().map_or(0, |c| c.epoch);
             buffer.set_offset(h.decode_index.saturating_sub(epoch));
@@ -332,7 +376,7 @@ impl MoqSrc {
             gst::ReferenceTimestampMeta::add(
                 buffer,
                 &UNIX,
-                gst::ClockTime::from_useconds(h.availability_us),
+                clock_us(h.availability_us),
                 gst::ClockTime::NONE,
             );
         }
@@ -474,6 +518,34 @@ impl ElementImpl for MoqSrc {
         Some(&*METADATA)
     }
 
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        match transition {
+            gst::StateChange::PlayingToPaused => {
+                // A live source captures nothing while paused: no media is wanted.
+                self.paused_after_playing.store(true, Ordering::Relaxed);
+                self.control(|c| c.paused = true);
+            }
+            gst::StateChange::PausedToPlaying
+                if self.paused_after_playing.swap(false, Ordering::Relaxed) =>
+            {
+                // Resume at the live edge, not with what was queued before the pause.
+                self.resumed.store(true, Ordering::Relaxed);
+                self.control(|c| {
+                    c.paused = false;
+                    c.resumes += 1;
+                });
+            }
+            gst::StateChange::ReadyToNull | gst::StateChange::PausedToReady => {
+                self.paused_after_playing.store(false, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        self.parent_change_state(transition)
+    }
+
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             let caps = gst::Caps::builder("video/x-h264")
@@ -498,14 +570,12 @@ impl BaseSrcImpl for MoqSrc {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let (config, settings) = self.config()?;
         let latency_ns = u64::from(settings.latency_ms) * 1_000_000;
-        let (tx, items) = mpsc::unbounded_channel();
-        let (controls, control_rx) = mpsc::unbounded_channel();
+        let (tx, items) = mpsc::channel(ITEM_QUEUE);
+        let (controls, control_rx) = watch::channel(Control::default());
         let worker = RUNTIME.spawn(receiver::run(config, tx, control_rx));
         *lock(&self.stats) = ReceiverStats::default();
-        *lock(&self.state) = Some(Started {
+        *lock(&self.streaming) = Some(Streaming {
             items,
-            controls,
-            worker,
             reorder: ReorderBuffer::new(latency_ns, settings.skip_forward),
             playout: PlayoutClock::new(latency_ns),
             epoch: Instant::now(),
@@ -513,14 +583,18 @@ impl BaseSrcImpl for MoqSrc {
             caps_pending: false,
             eos: false,
             outputs: 0,
+            media_epoch: 0,
+            awaiting_resume: false,
         });
+        *lock(&self.started) = Some(Started { worker, controls });
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        if let Some(started) = lock(&self.state).take() {
+        if let Some(started) = lock(&self.started).take() {
             started.worker.abort();
         }
+        lock(&self.streaming).take();
         Ok(())
     }
 
@@ -553,8 +627,22 @@ impl PushSrcImpl for MoqSrc {
         &self,
         _buffer: Option<&mut gst::BufferRef>,
     ) -> Result<CreateSuccess, gst::FlowError> {
-        let mut guard = lock(&self.state);
-        let state = guard.as_mut().ok_or(gst::FlowError::Flushing)?;
+        // The streaming thread owns its state while it runs; put back whatever happens.
+        let mut state = lock(&self.streaming)
+            .take()
+            .ok_or(gst::FlowError::Flushing)?;
+        let result = self.produce(&mut state);
+        *lock(&self.streaming) = Some(state);
+        result.map(CreateSuccess::NewBuffer)
+    }
+}
+
+impl MoqSrc {
+    /// Waits for the next frame to output; no lock is held meanwhile.
+    fn produce(&self, state: &mut Streaming) -> Result<gst::Buffer, gst::FlowError> {
+        if self.resumed.swap(false, Ordering::Relaxed) {
+            state.awaiting_resume = true;
+        }
         loop {
             if state.caps_pending {
                 if let Some(catalog) = &state.catalog {
@@ -572,9 +660,9 @@ impl PushSrcImpl for MoqSrc {
                 Some(Popped::Frame { frame, jump }) => {
                     if let Some(jump) = &jump {
                         lock(&self.stats).jumped(jump);
-                        let _ = state
-                            .controls
-                            .send(Control::SkipBefore(frame.header.base_group));
+                        self.control(|c| {
+                            c.skip_before = c.skip_before.max(frame.header.base_group)
+                        });
                         self.post_message(
                             gst::Structure::builder("moq-skip")
                                 .field("skipped-ms", jump.skipped_us / 1000)
@@ -582,8 +670,7 @@ impl PushSrcImpl for MoqSrc {
                                 .build(),
                         );
                     }
-                    let buffer = self.make_buffer(state, frame, jump.is_some());
-                    return Ok(CreateSuccess::NewBuffer(buffer));
+                    return Ok(self.make_buffer(state, frame, jump.is_some()));
                 }
                 Some(Popped::Dropped { frame, reason }) => {
                     lock(&self.stats).dropped(reason);
@@ -620,6 +707,13 @@ impl PushSrcImpl for MoqSrc {
                     }
                 }
             }
+        }
+    }
+
+    /// Tells the network side what the streaming thread wants; never waits.
+    fn control(&self, change: impl FnOnce(&mut Control)) {
+        if let Some(started) = lock(&self.started).as_ref() {
+            started.controls.send_modify(change);
         }
     }
 }

@@ -79,9 +79,10 @@ impl ReceiverStats {
         match reason {
             DropReason::Late => self.frames_late += 1,
             DropReason::Duplicate => self.frames_duplicate += 1,
-            DropReason::OldGroup | DropReason::Undecodable | DropReason::Skipped => {
-                self.frames_skipped += 1
-            }
+            DropReason::OldGroup
+            | DropReason::Undecodable
+            | DropReason::Skipped
+            | DropReason::Overflow => self.frames_skipped += 1,
         }
     }
 

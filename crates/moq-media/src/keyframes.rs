@@ -1,0 +1,112 @@
+//! When to ask the encoder for a keyframe on behalf of a new subscriber.
+//!
+//! A subscriber joining mid-GoP starts sooner with a fresh keyframe than by waiting for the
+//! next one, but keyframes are expensive (an I frame costs several P frames) and a peer can
+//! subscribe in a loop. So requests go upstream at most once per GoP: the encoder's own
+//! keyframe interval, measured from keyframes that no request caused. No clock is read:
+//! callers pass times in µs.
+
+/// Interval assumed until the encoder's GoP has been seen.
+const DEFAULT_INTERVAL_US: u64 = 1_000_000;
+/// Bounds of the interval, whatever the encoder does.
+const MIN_INTERVAL_US: u64 = 250_000;
+const MAX_INTERVAL_US: u64 = 10_000_000;
+
+#[derive(Debug, Clone, Default)]
+pub struct KeyframeRequests {
+    /// The encoder's own keyframe interval, once measured.
+    gop_us: Option<u64>,
+    last_keyframe_us: Option<u64>,
+    last_request_us: Option<u64>,
+}
+
+impl KeyframeRequests {
+    /// A keyframe was published at `now_us`.
+    pub fn keyframe(&mut self, now_us: u64) {
+        // A request since the previous keyframe means this one may answer it: it says
+        // nothing about the encoder's own interval.
+        let answers_request = self
+            .last_request_us
+            .is_some_and(|r| self.last_keyframe_us.is_none_or(|k| r >= k));
+        if let Some(previous) = self.last_keyframe_us
+            && !answers_request
+            && now_us > previous
+        {
+            self.gop_us = Some(now_us - previous);
+        }
+        self.last_keyframe_us = Some(now_us);
+    }
+
+    /// Whether a subscriber's keyframe request at `now_us` should go upstream.
+    pub fn request(&mut self, now_us: u64) -> bool {
+        let interval = self
+            .gop_us
+            .unwrap_or(DEFAULT_INTERVAL_US)
+            .clamp(MIN_INTERVAL_US, MAX_INTERVAL_US);
+        if self
+            .last_request_us
+            .is_some_and(|r| now_us.saturating_sub(r) < interval)
+        {
+            return false;
+        }
+        self.last_request_us = Some(now_us);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000;
+
+    #[test]
+    fn at_most_one_request_per_gop() {
+        let mut k = KeyframeRequests::default();
+        // The encoder's GoP is 625 ms.
+        for i in 0..3 {
+            k.keyframe(i * 625 * MS);
+        }
+        // A burst of subscriptions: one request goes up.
+        let t = 1_300 * MS;
+        assert!(k.request(t));
+        for dt in [0, 1, 100, 600] {
+            assert!(!k.request(t + dt * MS), "{dt} ms later");
+        }
+        assert!(k.request(t + 625 * MS));
+        // A thousand subscriptions over ten seconds: at most one per GoP.
+        let granted = (0..1000)
+            .filter(|i| k.request(t + 700 * MS + i * 10 * MS))
+            .count();
+        assert!((15..=16).contains(&granted), "{granted}");
+    }
+
+    #[test]
+    fn forced_keyframes_do_not_shorten_the_measured_gop() {
+        let mut k = KeyframeRequests::default();
+        k.keyframe(0);
+        k.keyframe(2_000 * MS);
+        assert!(k.request(2_100 * MS));
+        // The encoder answers at once; its next own keyframe comes a GoP later.
+        k.keyframe(2_150 * MS);
+        k.keyframe(4_150 * MS);
+        assert!(!k.request(4_000 * MS));
+        assert!(k.request(4_100 * MS));
+    }
+
+    #[test]
+    fn the_interval_is_bounded_and_defaults_to_a_second() {
+        let mut k = KeyframeRequests::default();
+        assert!(k.request(0));
+        assert!(!k.request(999 * MS));
+        assert!(k.request(1_000 * MS));
+        // An all-intra stream still gets at most four requests per second.
+        let mut k = KeyframeRequests::default();
+        for i in 0..10 {
+            k.keyframe(i * 40 * MS);
+        }
+        assert!(k.request(400 * MS));
+        assert!(!k.request(600 * MS));
+        assert!(k.request(650 * MS));
+    }
+}

@@ -193,6 +193,10 @@ impl<T> ReorderBuffer<T> {
         }
         let decision = match self.last {
             None => self.decide_first(front, now),
+            // Buffered before the first output, so `push` could not refuse it then.
+            Some(last) if front.header.base_group < last.base_group => {
+                Decision::Drop(DropReason::OldGroup)
+            }
             Some(last) => match front.layer {
                 TrackRole::Enhancement => self.decide_enhancement(front, last, now),
                 TrackRole::Base => self.decide_base(front, last, now),
@@ -688,5 +692,20 @@ mod tests {
                 .all(|(_, why)| *why == DropReason::Undecodable)
         );
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn a_frame_of_an_older_group_buffered_before_the_first_output_is_dropped() {
+        // Found by fuzzing: an older group's frame with a later decode index arrives
+        // before anything is output, then a lost group is reported.
+        for skip_forward in [false, true] {
+            let mut r = ReorderBuffer::new(TARGET, skip_forward);
+            push(&mut r, key(1, 5, 10, 0));
+            push(&mut r, p(3, 3, 20, 0));
+            r.group_lost(7);
+            let (out, dropped, _) = drain(&mut r, 1_000);
+            assert_eq!(out, [1]);
+            assert_eq!(dropped, [(3, DropReason::OldGroup)]);
+        }
     }
 }

@@ -222,6 +222,19 @@ pub async fn connect(
     trust: &Trust,
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
+    let conn = connect_quic(url, trust, config.publish.is_none()).await?;
+    config.path.get_or_insert_with(|| url.path.clone());
+    Session::client(conn, config).await
+}
+
+/// Opens the QUIC connection of a MoQ session (ALPN `moq-00`) without running SETUP: for
+/// tools and tests that speak the protocol themselves. `receives_media` when the peer will
+/// publish to us (see [`connect`]).
+pub async fn connect_quic(
+    url: &MoqUrl,
+    trust: &Trust,
+    receives_media: bool,
+) -> Result<quinn::Connection, SessionError> {
     let authority = url.authority();
     let addr = tokio::task::spawn_blocking({
         let authority = authority.clone();
@@ -239,12 +252,10 @@ pub async fn connect(
     let mut endpoint = quinn::Endpoint::client(bind).map_err(endpoint_error)?;
     let crypto = QuicClientConfig::try_from(trust.rustls_config(ALPN)?).map_err(endpoint_error)?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-    client.transport_config(transport(config.publish.is_none()));
+    client.transport_config(transport(receives_media));
     endpoint.set_default_client_config(client);
-    let conn = endpoint
+    Ok(endpoint
         .connect(addr, &url.host)
         .map_err(endpoint_error)?
-        .await?;
-    config.path.get_or_insert_with(|| url.path.clone());
-    Session::client(conn, config).await
+        .await?)
 }

@@ -33,8 +33,9 @@ const CONTROL_STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
 /// Handshakes a server has under way at once; more wait in the kernel or time out.
 const MAX_INCOMING: usize = 256;
 
-/// Transport settings; `receives_media` when the peer publishes to us.
-fn transport(receives_media: bool) -> Arc<quinn::TransportConfig> {
+/// The QUIC transport settings of a session; `receives_media` when the peer publishes to
+/// us. Tools that speak the protocol themselves start from these (see [`connect_quic`]).
+pub fn transport_config(receives_media: bool) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     let idle = quinn::IdleTimeout::try_from(IDLE_TIMEOUT).ok();
     t.max_idle_timeout(idle)
@@ -49,7 +50,7 @@ fn transport(receives_media: bool) -> Arc<quinn::TransportConfig> {
             .receive_window(CONTROL_RECEIVE_WINDOW.into())
             .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into());
     }
-    Arc::new(t)
+    t
 }
 
 fn endpoint_error(err: impl std::fmt::Display) -> SessionError {
@@ -106,7 +107,7 @@ impl Server {
         let tls = identity.rustls_config(ALPN)?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(transport(false));
+        config.transport_config(Arc::new(transport_config(false)));
         config.max_incoming(MAX_INCOMING);
         let endpoint = quinn::Endpoint::server(config, addr).map_err(endpoint_error)?;
         let local_addr = endpoint.local_addr().map_err(endpoint_error)?;
@@ -222,18 +223,19 @@ pub async fn connect(
     trust: &Trust,
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
-    let conn = connect_quic(url, trust, config.publish.is_none()).await?;
+    let transport = transport_config(config.publish.is_none());
+    let conn = connect_quic(url, trust, transport).await?;
     config.path.get_or_insert_with(|| url.path.clone());
     Session::client(conn, config).await
 }
 
 /// Opens the QUIC connection of a MoQ session (ALPN `moq-00`) without running SETUP: for
-/// tools and tests that speak the protocol themselves. `receives_media` when the peer will
-/// publish to us (see [`connect`]).
+/// tools and tests that speak the protocol themselves, with transport settings of their
+/// own (e.g. [`transport_config`] with a smaller receive window).
 pub async fn connect_quic(
     url: &MoqUrl,
     trust: &Trust,
-    receives_media: bool,
+    transport: quinn::TransportConfig,
 ) -> Result<quinn::Connection, SessionError> {
     let authority = url.authority();
     let addr = tokio::task::spawn_blocking({
@@ -252,7 +254,7 @@ pub async fn connect_quic(
     let mut endpoint = quinn::Endpoint::client(bind).map_err(endpoint_error)?;
     let crypto = QuicClientConfig::try_from(trust.rustls_config(ALPN)?).map_err(endpoint_error)?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-    client.transport_config(transport(receives_media));
+    client.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(client);
     Ok(endpoint
         .connect(addr, &url.host)

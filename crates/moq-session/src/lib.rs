@@ -25,7 +25,9 @@ pub mod tls;
 mod track;
 mod url;
 
-pub use endpoint::{EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic};
+pub use endpoint::{
+    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
+};
 pub use error::{RequestError, SessionError};
 pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use relay::{RelayEvent, RelayPublisher};

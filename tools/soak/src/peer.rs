@@ -4,11 +4,14 @@
 //! floods requests, or breaks the framing).
 
 use moq_session::tls::Trust;
-use moq_session::{MoqUrl, connect_quic};
+use moq_session::{MoqUrl, connect_quic, transport_config};
 use moq_wire::draft14::{
     ClientSetup, ControlMessage, FilterType, GroupOrder, Parameters, ServerSetup, Subscribe,
     TrackNamespace, VERSION, setup_param,
 };
+
+/// Flow-control credit the peer grants, per stream and in all.
+const PEER_RECEIVE_WINDOW: u32 = 256 << 10;
 
 /// One QUIC connection with its control stream open and nothing else done.
 pub struct RawPeer {
@@ -20,10 +23,15 @@ pub struct RawPeer {
 
 impl RawPeer {
     /// Connects to `url` (`moqt://HOST:PORT/PATH`), trusting any certificate, and opens
-    /// the control stream. Must run inside a tokio runtime.
+    /// the control stream. Must run inside a tokio runtime. The peer grants the publisher
+    /// little flow-control credit (256 KiB), so one that stops reading blocks it soon.
     pub async fn connect(url: &str) -> Result<RawPeer, String> {
         let url = MoqUrl::parse(url).map_err(|e| e.to_string())?;
-        let conn = connect_quic(&url, &Trust::Insecure, true)
+        let mut transport = transport_config(true);
+        transport
+            .receive_window(PEER_RECEIVE_WINDOW.into())
+            .stream_receive_window(PEER_RECEIVE_WINDOW.into());
+        let conn = connect_quic(&url, &Trust::Insecure, transport)
             .await
             .map_err(|e| e.to_string())?;
         let (send, recv) = conn.open_bi().await.map_err(|e| e.to_string())?;

@@ -51,6 +51,53 @@ pub const TEST_VIDEO: &str = "videotestsrc is-live=true pattern=ball \
 pub const TEST_ENCODER: &str = "x264enc bframes=3 key-int-max=15 speed-preset=veryfast \
     ! h264parse ! video/x-h264,alignment=au";
 
+/// One encoded access unit, as h264parse delivers it (byte-stream).
+#[derive(Debug, Clone)]
+pub struct EncodedAu {
+    pub data: Vec<u8>,
+    pub key: bool,
+    pub pts_us: i64,
+    pub dts_us: i64,
+    /// Keyframes seen before this one (the GoP it belongs to).
+    pub group: u64,
+}
+
+/// Encodes `n` frames of a moving test pattern with the test encoder, as byte-stream AUs.
+pub fn encode_aus(n: usize, raw_caps: &str) -> Vec<EncodedAu> {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "videotestsrc pattern=ball num-buffers={n} ! {raw_caps} ! {TEST_ENCODER},stream-format=byte-stream \
+         ! appsink name=out sync=false"
+    ))
+    .expect("encoder parses")
+    .downcast::<gst::Pipeline>()
+    .expect("a pipeline");
+    let sink = pipeline
+        .by_name("out")
+        .and_downcast::<gst_app::AppSink>()
+        .expect("appsink");
+    pipeline
+        .set_state(gst::State::Playing)
+        .expect("encoder plays");
+    let mut aus: Vec<EncodedAu> = Vec::new();
+    while let Ok(sample) = sink.pull_sample() {
+        let buffer = sample.buffer().expect("a buffer");
+        let key = !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT);
+        let pts = buffer.pts().expect("PTS").useconds() as i64;
+        let group = aus.iter().filter(|a| a.key).count() as u64;
+        aus.push(EncodedAu {
+            data: buffer.map_readable().expect("readable").to_vec(),
+            key,
+            pts_us: pts,
+            dts_us: buffer.dts().map_or(pts, |d| d.useconds() as i64),
+            group: if key { group } else { group.saturating_sub(1) },
+        });
+    }
+    pipeline.set_state(gst::State::Null).expect("stops");
+    assert_eq!(aus.len(), n, "the encoder produced every frame");
+    aus
+}
+
 /// Waits on `bus` until `pick` returns something, an ERROR arrives, or `timeout` passes.
 pub fn wait_bus<T>(
     bus: &gst::Bus,

@@ -2,20 +2,25 @@
 //!
 //! A subscriber joining mid-GoP starts sooner with a fresh keyframe than by waiting for the
 //! next one, but keyframes are expensive (an I frame costs several P frames) and a peer can
-//! subscribe in a loop. So requests go upstream at most once per GoP: the encoder's own
-//! keyframe interval, measured from keyframes that no request caused. No clock is read:
-//! callers pass times in µs.
+//! subscribe in a loop. So requests go upstream at most once per GoP: the longest of the
+//! recent keyframe intervals, which keyframes forced by earlier requests only shorten (and
+//! an encoder's latency makes it impossible to tell which keyframe answered which request).
+//! No clock is read: callers pass times in µs.
+
+use std::collections::VecDeque;
 
 /// Interval assumed until the encoder's GoP has been seen.
 const DEFAULT_INTERVAL_US: u64 = 1_000_000;
 /// Bounds of the interval, whatever the encoder does.
 const MIN_INTERVAL_US: u64 = 250_000;
 const MAX_INTERVAL_US: u64 = 10_000_000;
+/// Keyframe intervals remembered.
+const HISTORY: usize = 8;
 
 #[derive(Debug, Clone, Default)]
 pub struct KeyframeRequests {
-    /// The encoder's own keyframe interval, once measured.
-    gop_us: Option<u64>,
+    /// Recent intervals between keyframes, µs.
+    intervals: VecDeque<u64>,
     last_keyframe_us: Option<u64>,
     last_request_us: Option<u64>,
 }
@@ -23,16 +28,13 @@ pub struct KeyframeRequests {
 impl KeyframeRequests {
     /// A keyframe was published at `now_us`.
     pub fn keyframe(&mut self, now_us: u64) {
-        // A request since the previous keyframe means this one may answer it: it says
-        // nothing about the encoder's own interval.
-        let answers_request = self
-            .last_request_us
-            .is_some_and(|r| self.last_keyframe_us.is_none_or(|k| r >= k));
         if let Some(previous) = self.last_keyframe_us
-            && !answers_request
             && now_us > previous
         {
-            self.gop_us = Some(now_us - previous);
+            if self.intervals.len() == HISTORY {
+                self.intervals.pop_front();
+            }
+            self.intervals.push_back(now_us - previous);
         }
         self.last_keyframe_us = Some(now_us);
     }
@@ -40,7 +42,10 @@ impl KeyframeRequests {
     /// Whether a subscriber's keyframe request at `now_us` should go upstream.
     pub fn request(&mut self, now_us: u64) -> bool {
         let interval = self
-            .gop_us
+            .intervals
+            .iter()
+            .max()
+            .copied()
             .unwrap_or(DEFAULT_INTERVAL_US)
             .clamp(MIN_INTERVAL_US, MAX_INTERVAL_US);
         if self
@@ -87,9 +92,10 @@ mod tests {
         k.keyframe(0);
         k.keyframe(2_000 * MS);
         assert!(k.request(2_100 * MS));
-        // The encoder answers at once; its next own keyframe comes a GoP later.
-        k.keyframe(2_150 * MS);
-        k.keyframe(4_150 * MS);
+        // The answer comes late (encoder latency), after a natural keyframe.
+        k.keyframe(2_500 * MS);
+        k.keyframe(2_700 * MS);
+        assert!(!k.request(3_000 * MS), "a 200 ms interval is not the GoP");
         assert!(!k.request(4_000 * MS));
         assert!(k.request(4_100 * MS));
     }

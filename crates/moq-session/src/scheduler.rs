@@ -492,8 +492,8 @@ impl Scheduler {
         };
         g.opened = true;
         sub.streams += 1;
+        // Not progress: a peer that reads nothing may still grant new streams.
         self.refresh(key);
-        self.progress(now);
         self.update(now);
     }
 

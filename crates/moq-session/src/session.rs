@@ -26,6 +26,10 @@ const GRANT_BATCH: u64 = 4;
 /// Control messages waiting to be written. A peer that does not read its control stream
 /// fills this and is closed, rather than buffered for.
 const CONTROL_QUEUE: usize = 256;
+/// Room kept free for the replies to one incoming message.
+const REPLY_HEADROOM: usize = 8;
+/// How long the peer may leave our replies unread before the session is closed.
+const CONTROL_STALL: Duration = Duration::from_secs(10);
 /// How long the peer has to complete the SETUP exchange.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request waits for its reply.
@@ -169,6 +173,21 @@ impl Inner {
             {
                 return Err(SessionError::Timeout("waiting for MAX_REQUEST_ID"));
             }
+        }
+    }
+
+    /// Waits until the control queue has room for the replies to one message, so a burst
+    /// of requests is answered as fast as the peer reads them (meanwhile its further
+    /// messages wait in QUIC, under flow control); a peer that reads nothing for
+    /// [`CONTROL_STALL`] is closed.
+    async fn room_for_replies(&self) -> Result<(), SessionError> {
+        match tokio::time::timeout(CONTROL_STALL, self.control.reserve_many(REPLY_HEADROOM)).await {
+            Ok(Ok(_room)) => Ok(()),
+            Ok(Err(_)) => Err(SessionError::ControlClosed),
+            Err(_) => Err(SessionError::Protocol {
+                code: session_error::CONTROL_MESSAGE_TIMEOUT,
+                reason: "the peer does not read its control stream".into(),
+            }),
         }
     }
 
@@ -468,6 +487,7 @@ async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
     let result = async {
         loop {
             let msg = reader.read().await?;
+            inner.room_for_replies().await?;
             handle(&inner, msg)?;
         }
     }

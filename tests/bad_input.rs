@@ -54,85 +54,53 @@ fn non_h264_caps_are_refused_at_negotiation() {
     );
 }
 
-#[test]
-fn access_units_before_the_first_keyframe_are_dropped_with_a_warning() {
-    init();
-    // Encode 60 AUs once, then publish them starting from the fourth (not a keyframe).
-    let encoder = launch(&format!(
-        "videotestsrc pattern=ball num-buffers=60 ! {TEST_CAPS} ! {TEST_ENCODER},stream-format=byte-stream ! appsink name=out sync=false"
-    ));
-    let encoder_sink = encoder
-        .by_name("out")
-        .and_downcast::<gst_app::AppSink>()
-        .expect("appsink");
-    encoder
-        .set_state(gst::State::Playing)
-        .expect("encoder plays");
-    let mut samples = Vec::new();
-    while let Ok(sample) = encoder_sink.pull_sample() {
-        samples.push(sample);
-    }
-    encoder.set_state(gst::State::Null).unwrap();
-    assert_eq!(samples.len(), 60, "encoder produced every frame");
-    let caps = samples[0].caps().expect("caps").to_owned();
-
-    let port = free_udp_port();
-    let sender = launch(&format!(
-        "appsrc name=src format=time is-live=true ! moqsink name=sink sync=false listen=127.0.0.1:{port}"
-    ));
-    let appsrc = sender
-        .by_name("src")
-        .and_downcast::<gst_app::AppSrc>()
-        .expect("appsrc");
-    appsrc.set_caps(Some(&caps));
-    sender.set_state(gst::State::Playing).expect("sender plays");
-    let fingerprint: String = sender
-        .by_name("sink")
-        .unwrap()
-        .property::<Option<String>>("tls-fingerprint")
-        .unwrap();
-    let receiver = Receiver::start(&format!(
-        "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint}"
-    ));
-    // Give the receiver time to subscribe before the first keyframe goes out.
-    std::thread::sleep(Duration::from_millis(1500));
-    let keys: Vec<bool> = samples
-        .iter()
-        .map(|s| {
-            !s.buffer()
-                .unwrap()
-                .flags()
-                .contains(gst::BufferFlags::DELTA_UNIT)
-        })
-        .collect();
-    assert!(
-        keys[0] && !keys[3],
-        "the stream starts with a keyframe, AU 3 is not one"
-    );
-    for sample in &samples[3..] {
-        appsrc
-            .push_buffer(sample.buffer_owned().unwrap())
-            .expect("push");
-        std::thread::sleep(Duration::from_millis(40));
-    }
-    appsrc.end_of_stream().expect("eos");
-    let bus = sender.bus().unwrap();
-    let warning = wait_bus(&bus, WAIT, |m| match m.view() {
+/// The first warning moqsink posted, if any within `timeout`.
+fn sink_warning(sender: &AppSender, timeout: Duration) -> Option<String> {
+    let bus = sender.pipeline.bus().unwrap();
+    wait_bus(&bus, timeout, |m| match m.view() {
         gst::MessageView::Warning(w) => Some(w.error().to_string()),
         _ => None,
     })
-    .expect("moqsink warns about the leading AUs");
+    .ok()
+}
+
+/// Pushes AUs one by one at about the frame rate.
+fn publish(sender: &AppSender, aus: &[EncodedAu]) {
+    for au in aus {
+        sender.push(&au.data, au.pts_us, au.dts_us, au.key);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn subscribe(sender: &AppSender) -> Receiver {
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
+    // Give the receiver time to subscribe before what it must see goes out.
+    std::thread::sleep(Duration::from_millis(1500));
+    receiver
+}
+
+#[test]
+fn access_units_before_the_first_keyframe_are_dropped_with_a_warning() {
+    // Publish 60 AUs starting from the fourth (not a keyframe).
+    let aus = encode_aus(60, TEST_CAPS);
+    assert!(
+        aus[0].key && !aus[3].key,
+        "the stream starts with a keyframe, AU 3 is not one"
+    );
+    let sender = AppSender::start(&h264_caps(320, 240), "");
+    let receiver = subscribe(&sender);
+    publish(&sender, &aus[3..]);
+    let warning = sink_warning(&sender, WAIT).expect("moqsink warns about the leading AUs");
     assert!(warning.contains("keyframe"), "{warning}");
-    wait_eos(&sender, WAIT).expect("sender EOS");
+    sender.finish();
     wait_eos(&receiver.pipeline, WAIT).expect("receiver EOS");
     let frames = receiver.frames();
-    let first_key = keys
+    let first_key = aus[3..]
         .iter()
-        .skip(3)
-        .position(|k| *k)
-        .expect("a later keyframe") as u64;
+        .position(|a| a.key)
+        .expect("a later keyframe");
     assert_eq!(
-        frames.len() as u64,
+        frames.len(),
         60 - 3 - first_key,
         "everything from the first keyframe on"
     );
@@ -142,7 +110,144 @@ fn access_units_before_the_first_keyframe_are_dropped_with_a_warning() {
         "dropped AUs take no decode index"
     );
     assert_eq!(receiver.decoded(), frames.len());
-    sender.set_state(gst::State::Null).unwrap();
+}
+
+/// xorshift64: deterministic noise.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn garbage_and_truncated_access_units_are_dropped_with_a_warning() {
+    let aus = encode_aus(60, TEST_CAPS);
+    let sender = AppSender::start(&h264_caps(320, 240), "");
+    let receiver = subscribe(&sender);
+    let mut bad = 0;
+    for (i, au) in aus.iter().enumerate() {
+        sender.push(&au.data, au.pts_us, au.dts_us, au.key);
+        if i % 5 == 2 {
+            let junk: Vec<Vec<u8>> = vec![
+                // Bytes with no start code at all.
+                noise(i as u64 + 1, 500),
+                // An access unit cut inside its first NAL units' headers.
+                au.data[..au.data.len().min(6)].to_vec(),
+                // Random bytes behind an IDR NAL header: not a keyframe.
+                [&[0, 0, 0, 1, 0x65][..], &noise(i as u64 + 7, 800)].concat(),
+                // Random bytes behind an SEI header: no picture at all.
+                [&[0, 0, 1, 0x06][..], &noise(i as u64 + 13, 300)].concat(),
+            ];
+            for j in junk {
+                sender.push(&j, au.pts_us, au.dts_us, false);
+                bad += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let warning = sink_warning(&sender, WAIT).expect("moqsink warns about malformed AUs");
+    assert!(warning.contains("malformed"), "{warning}");
+    sender.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("receiver EOS");
+    assert_eq!(sender.stat("frames-refused"), bad);
+    let frames = receiver.frames();
+    eprintln!(
+        "{bad} bad AUs refused; {} of 60 good frames received, {} decoded",
+        frames.len(),
+        receiver.decoded()
+    );
+    assert_eq!(frames.len(), 60, "every good frame");
+    assert_eq!(receiver.decoded(), 60, "and every one decodes");
+}
+
+#[test]
+fn a_bogus_sps_is_refused_and_later_joiners_still_decode() {
+    let aus = encode_aus(75, TEST_CAPS);
+    let sender = AppSender::start(&h264_caps(320, 240), "");
+    let early = subscribe(&sender);
+    // The second keyframe carries an extra SPS that parses but no decoder takes (an
+    // undefined level), the way a buggy or hostile upstream might send it.
+    let bogus_sps: [u8; 12] = [
+        0x67, 0x42, 0x12, 0x50, 0x42, 0x7f, 0x36, 0xef, 0xd0, 0x62, 0x72, 0x40,
+    ];
+    let second_key = aus
+        .iter()
+        .skip(1)
+        .position(|a| a.key)
+        .expect("a second keyframe")
+        + 1;
+    let mut poisoned = aus.clone();
+    poisoned[second_key].data = [&[0, 0, 0, 1][..], &bogus_sps, &aus[second_key].data].concat();
+    publish(&sender, &poisoned[..second_key + 5]);
+    let warning = sink_warning(&sender, WAIT).expect("moqsink warns");
+    assert!(warning.contains("malformed"), "{warning}");
+    // A viewer joining after the bogus SPS gets the stream's own parameter sets.
+    let late = subscribe(&sender);
+    publish(&sender, &poisoned[second_key + 5..]);
+    sender.finish();
+    wait_eos(&late.pipeline, WAIT).expect("late joiner EOS");
+    wait_eos(&early.pipeline, WAIT).expect("early viewer EOS");
+    let joined = late.frames();
+    eprintln!(
+        "late joiner: {} frames, {} decoded; early viewer: {} decoded",
+        joined.len(),
+        late.decoded(),
+        early.decoded()
+    );
+    assert!(
+        joined.len() >= 15,
+        "the late joiner got {} frames",
+        joined.len()
+    );
+    assert_eq!(
+        late.decoded(),
+        joined.len(),
+        "the late joiner decodes everything"
+    );
+    // The refused keyframe's GoP never reached anyone: what the early viewer got decodes.
+    assert_eq!(early.decoded(), early.frames().len());
+}
+
+#[test]
+fn a_resolution_change_mid_stream_keeps_decoding_with_the_new_size() {
+    let small = encode_aus(30, TEST_CAPS);
+    let large = encode_aus(
+        30,
+        "video/x-raw,format=I420,width=640,height=480,framerate=24/1",
+    );
+    let sender = AppSender::start(&h264_caps(320, 240), "");
+    let receiver = subscribe(&sender);
+    publish(&sender, &small);
+    sender.src.set_caps(Some(&h264_caps(640, 480)));
+    // The second encoding's timestamps continue after the first one's.
+    let offset = small.last().map_or(0, |a| a.pts_us) + 41_667;
+    let shifted: Vec<EncodedAu> = large
+        .iter()
+        .map(|a| EncodedAu {
+            pts_us: a.pts_us + offset,
+            dts_us: a.dts_us + offset,
+            ..a.clone()
+        })
+        .collect();
+    publish(&sender, &shifted);
+    sender.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("receiver EOS");
+    let widths = receiver.widths.lock().unwrap().clone();
+    eprintln!(
+        "{} frames decoded: {} at 320, {} at 640",
+        widths.len(),
+        widths.iter().filter(|w| **w == 320).count(),
+        widths.iter().filter(|w| **w == 640).count()
+    );
+    assert_eq!(widths.len(), 60, "every frame of both sizes decoded");
+    assert!(widths[..30].iter().all(|w| *w == 320), "{widths:?}");
+    assert!(widths[30..].iter().all(|w| *w == 640), "{widths:?}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use gst::prelude::*;
 
 #[test]
 fn every_frame_after_joining_is_decoded_in_order() {
@@ -57,4 +58,37 @@ fn a_late_joiner_starts_at_the_next_keyframe() {
     assert!(frames[0].decode_index > 0, "joined mid-stream");
     assert_complete_delivery(&sender.sent(), &late);
     wait_eos(&early.pipeline, WAIT).expect("EOS reaches the early receiver too");
+}
+
+#[test]
+fn after_a_pause_playback_resumes_at_the_live_edge() {
+    let sender = Sender::start("");
+    let receiver = Receiver::start(&format!(
+        "url={} tls-fingerprint={}",
+        sender.url(),
+        sender.fingerprint()
+    ));
+    receiver.wait_frames(24, WAIT).expect("plays");
+    receiver.pipeline.set_state(gst::State::Paused).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let before = receiver.frames().len();
+    let resumed_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    receiver.pipeline.set_state(gst::State::Playing).unwrap();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays again");
+    let frames = receiver.frames();
+    let first = &frames[before];
+    let captured = std::time::Duration::from_nanos(first.availability.unwrap().nseconds());
+    let age = resumed_at.as_secs_f64() - captured.as_secs_f64();
+    eprintln!("first frame after the pause was captured {age:.3} s before the resume");
+    assert!(first.key && first.discont, "resumes at a keyframe, DISCONT");
+    // Stale media from before the pause would be over 5 s old.
+    assert!(age < 1.0, "resumed with media {age:.3} s old");
+    // Then plays on at 1×: the frames after it follow in order.
+    for (i, f) in frames[before..].iter().enumerate().skip(1) {
+        assert_eq!(f.decode_index, first.decode_index + i as u64);
+    }
 }

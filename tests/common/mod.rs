@@ -228,6 +228,88 @@ impl Drop for Sender {
     }
 }
 
+/// `appsrc ! moqsink`: publishes the access units a test hands it, good or bad, without
+/// a parser in between.
+pub struct AppSender {
+    pub pipeline: gst::Pipeline,
+    pub sink: gst::Element,
+    pub src: gst_app::AppSrc,
+    pub port: u16,
+}
+
+/// Caps of the test encoder's byte-stream output at `width`×`height`.
+pub fn h264_caps(width: u32, height: u32) -> gst::Caps {
+    gst::Caps::builder("video/x-h264")
+        .field("stream-format", "byte-stream")
+        .field("alignment", "au")
+        .field("width", width as i32)
+        .field("height", height as i32)
+        .field("framerate", gst::Fraction::new(24, 1))
+        .build()
+}
+
+impl AppSender {
+    pub fn start(caps: &gst::Caps, sink_properties: &str) -> AppSender {
+        init();
+        let port = free_udp_port();
+        let pipeline = gst::parse::launch(&format!(
+            "appsrc name=src format=time is-live=true \
+             ! moqsink name=sink sync=false listen=127.0.0.1:{port} {sink_properties}"
+        ))
+        .expect("sender parses")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+        let src = pipeline
+            .by_name("src")
+            .and_downcast::<gst_app::AppSrc>()
+            .expect("appsrc");
+        src.set_caps(Some(caps));
+        let sink = pipeline.by_name("sink").expect("sink");
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("sender plays");
+        AppSender {
+            pipeline,
+            sink,
+            src,
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("moqt://127.0.0.1:{}/live", self.port)
+    }
+
+    /// Publishes `data` as one access unit with these timestamps (µs).
+    pub fn push(&self, data: &[u8], pts_us: i64, dts_us: i64, key: bool) {
+        let mut buffer = gst::Buffer::from_slice(data.to_vec());
+        let b = buffer.get_mut().expect("a new buffer");
+        b.set_pts(gst::ClockTime::from_useconds(pts_us.max(0) as u64));
+        b.set_dts(gst::ClockTime::from_useconds(dts_us.max(0) as u64));
+        if !key {
+            b.set_flags(gst::BufferFlags::DELTA_UNIT);
+        }
+        self.src.push_buffer(buffer).expect("pushed");
+    }
+
+    /// Ends the stream and waits until subscribers have it all.
+    pub fn finish(&self) {
+        self.src.end_of_stream().expect("EOS");
+        wait_eos(&self.pipeline, WAIT).expect("sender reaches EOS");
+    }
+
+    pub fn stat(&self, field: &str) -> u64 {
+        let stats: gst::Structure = self.sink.property("stats");
+        stats.get(field).unwrap_or_else(|e| panic!("{field}: {e}"))
+    }
+}
+
+impl Drop for AppSender {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
 /// A frame as moqsrc output it.
 #[derive(Debug, Clone)]
 pub struct ReceivedFrame {
@@ -246,6 +328,8 @@ pub struct Receiver {
     pub pipeline: gst::Pipeline,
     pub frames: Arc<Mutex<Vec<ReceivedFrame>>>,
     pub decoded: Arc<Mutex<usize>>,
+    /// Width of every decoded picture, from its caps.
+    pub widths: Arc<Mutex<Vec<i32>>>,
     /// Names of the element messages posted so far, and `warning from ...` lines.
     pub messages: Arc<Mutex<Vec<String>>>,
 }
@@ -287,6 +371,8 @@ impl Receiver {
             });
         let decoded = Arc::new(Mutex::new(0usize));
         let count = decoded.clone();
+        let widths = Arc::new(Mutex::new(Vec::new()));
+        let width_of = widths.clone();
         let appsink = pipeline
             .by_name("out")
             .expect("appsink exists")
@@ -295,7 +381,11 @@ impl Receiver {
         appsink.set_callbacks(
             gst_app::AppSinkCallbacks::builder()
                 .new_sample(move |sink| {
-                    sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let width = sample
+                        .caps()
+                        .and_then(|c| c.structure(0).and_then(|s| s.get::<i32>("width").ok()));
+                    width_of.lock().unwrap().push(width.unwrap_or(0));
                     *count.lock().unwrap() += 1;
                     Ok(gst::FlowSuccess::Ok)
                 })
@@ -329,6 +419,7 @@ impl Receiver {
             pipeline,
             frames,
             decoded,
+            widths,
             messages,
         }
     }

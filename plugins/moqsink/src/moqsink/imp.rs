@@ -346,6 +346,7 @@ impl MoqSink {
             dts,
             duration: frame_us,
             availability_us: unix_now_us(),
+            marked_key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
         }
     }
 
@@ -739,6 +740,14 @@ impl BaseSinkImpl for MoqSink {
                 (!std::mem::replace(&mut started.warned_no_keyframe, true)).then(|| {
                     "dropping access units until a keyframe with SPS/PPS arrives".to_owned()
                 })
+            }
+            Err(Dropped::AfterRefusedKeyframe) => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "dropping an AU that depends on a refused keyframe"
+                );
+                None
             }
             Err(Dropped::Malformed(reason)) => {
                 gst::debug!(

@@ -54,6 +54,8 @@ pub struct AuTiming {
     pub duration: u64,
     /// Wall clock, µs since the UNIX epoch, when the AU reached the sink.
     pub availability_us: u64,
+    /// Upstream marked the buffer as a keyframe (no DELTA_UNIT flag).
+    pub marked_key: bool,
 }
 
 /// Why an access unit was not published.
@@ -63,6 +65,8 @@ pub enum Dropped {
     Malformed(String),
     /// Before the first keyframe, or a keyframe without SPS/PPS seen yet.
     NoKeyframeYet,
+    /// After a keyframe that was refused: it references a picture no viewer has.
+    AfterRefusedKeyframe,
 }
 
 /// Per-stream parameters from the caps.
@@ -90,6 +94,8 @@ pub struct Publisher {
     epoch: u64,
     published: Published,
     keyframe_requests: KeyframeRequests,
+    /// A keyframe was refused: pictures until the next good one cannot decode.
+    gop_broken: bool,
 }
 
 /// Where one access unit went.
@@ -152,6 +158,7 @@ impl Publisher {
             epoch,
             published: Published::default(),
             keyframe_requests: KeyframeRequests::default(),
+            gop_broken: false,
         }
     }
 
@@ -213,9 +220,18 @@ impl Publisher {
             Err(e) if e.is_missing_parameter_set() && self.parser.active().is_none() => {
                 return Err(Dropped::NoKeyframeYet);
             }
-            Err(e) => return Err(Dropped::Malformed(e.to_string())),
+            Err(e) => {
+                // Upstream's own word that this was the keyframe the next pictures use.
+                self.gop_broken |= timing.marked_key;
+                return Err(Dropped::Malformed(e.to_string()));
+            }
         };
         let info = parsed.info;
+        if info.kind == FrameKind::Key {
+            self.gop_broken = false;
+        } else if self.gop_broken {
+            return Err(Dropped::AfterRefusedKeyframe);
+        }
         if info.kind == FrameKind::Key {
             self.publish_catalog_if_changed();
             self.keyframe_requests.keyframe(timing.availability_us);

@@ -1,4 +1,4 @@
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -85,8 +85,8 @@ struct Streaming {
     outputs: u64,
     /// Epoch of the media subscriptions whose frames are wanted.
     media_epoch: u64,
-    /// After a pause: frames are stale until the media subscriptions restart.
-    awaiting_resume: bool,
+    /// Resumes of the element those subscriptions were made after.
+    media_resumes: u64,
 }
 
 #[derive(Default)]
@@ -98,8 +98,9 @@ pub struct MoqSrc {
     canceller: Canceller,
     /// Paused after playing: on resume, frames from before the pause are stale.
     paused_after_playing: AtomicBool,
-    /// Set on such a resume, for the streaming thread.
-    resumed: AtomicBool,
+    /// Resumes after a pause so far: frames count only from subscriptions made after the
+    /// latest one.
+    resumes: AtomicU64,
 }
 
 fn unix_now_us() -> i64 {
@@ -247,17 +248,19 @@ impl MoqSrc {
                     state.caps_pending = true;
                 }
             }
-            Item::Subscribed { epoch } => {
+            Item::Subscribed { epoch, resumes } => {
                 gst::debug!(CAT, imp = self, "media subscriptions, epoch {epoch}");
                 state.media_epoch = epoch;
-                if std::mem::take(&mut state.awaiting_resume) {
+                if resumes > state.media_resumes {
                     // Resumed at the live edge: the old timeline means nothing.
                     state.reorder.clear();
                     state.playout.reset();
                 }
+                state.media_resumes = resumes;
             }
             Item::Frame(received)
-                if received.epoch != state.media_epoch || state.awaiting_resume =>
+                if received.epoch != state.media_epoch
+                    || state.media_resumes < self.resumes.load(Ordering::Relaxed) =>
             {
                 gst::trace!(CAT, imp = self, "dropping a frame received before a pause");
             }
@@ -532,10 +535,10 @@ impl ElementImpl for MoqSrc {
                 if self.paused_after_playing.swap(false, Ordering::Relaxed) =>
             {
                 // Resume at the live edge, not with what was queued before the pause.
-                self.resumed.store(true, Ordering::Relaxed);
+                let resumes = self.resumes.fetch_add(1, Ordering::Relaxed) + 1;
                 self.control(|c| {
                     c.paused = false;
-                    c.resumes += 1;
+                    c.resumes = resumes;
                 });
             }
             gst::StateChange::ReadyToNull | gst::StateChange::PausedToReady => {
@@ -571,7 +574,10 @@ impl BaseSrcImpl for MoqSrc {
         let (config, settings) = self.config()?;
         let latency_ns = u64::from(settings.latency_ms) * 1_000_000;
         let (tx, items) = mpsc::channel(ITEM_QUEUE);
-        let (controls, control_rx) = watch::channel(Control::default());
+        let (controls, control_rx) = watch::channel(Control {
+            resumes: self.resumes.load(Ordering::Relaxed),
+            ..Control::default()
+        });
         let worker = RUNTIME.spawn(receiver::run(config, tx, control_rx));
         *lock(&self.stats) = ReceiverStats::default();
         *lock(&self.streaming) = Some(Streaming {
@@ -584,7 +590,7 @@ impl BaseSrcImpl for MoqSrc {
             eos: false,
             outputs: 0,
             media_epoch: 0,
-            awaiting_resume: false,
+            media_resumes: self.resumes.load(Ordering::Relaxed),
         });
         *lock(&self.started) = Some(Started { worker, controls });
         Ok(())
@@ -640,9 +646,6 @@ impl PushSrcImpl for MoqSrc {
 impl MoqSrc {
     /// Waits for the next frame to output; no lock is held meanwhile.
     fn produce(&self, state: &mut Streaming) -> Result<gst::Buffer, gst::FlowError> {
-        if self.resumed.swap(false, Ordering::Relaxed) {
-            state.awaiting_resume = true;
-        }
         loop {
             if state.caps_pending {
                 if let Some(catalog) = &state.catalog {

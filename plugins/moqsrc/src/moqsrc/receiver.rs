@@ -54,9 +54,11 @@ pub enum Item {
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
     Disconnected(String),
     Catalog(Catalog),
-    /// The media subscriptions (re)started: frames of this epoch follow.
+    /// The media subscriptions (re)started, after `resumes` resumes of the element: frames
+    /// of this epoch follow.
     Subscribed {
         epoch: u64,
+        resumes: u64,
     },
     Frame(Received),
     /// A base-layer group's stream ended; `complete` is false when it was reset.
@@ -256,8 +258,11 @@ async fn receive_session(
         };
         let media = Media { base, enhancement };
         progress.epoch += 1;
-        let epoch = progress.epoch;
-        if tx.send(Item::Subscribed { epoch }).await.is_err() {
+        let subscribed = Item::Subscribed {
+            epoch: progress.epoch,
+            resumes: progress.resumes,
+        };
+        if tx.send(subscribed).await.is_err() {
             return Ok(());
         }
         if !*had_media {

@@ -56,6 +56,9 @@
 //! # Ok::<(), h264::H264Error>(())
 //! ```
 
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod bits;
 mod classify;
 mod error;

@@ -8,6 +8,9 @@
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source.
 
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod catalog;
 pub mod header;
 pub mod keyframes;

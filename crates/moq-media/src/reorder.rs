@@ -205,7 +205,7 @@ impl<T> ReorderBuffer<T> {
         match decision {
             Decision::Wait => None,
             Decision::Drop(reason) => self.drop_front(reason),
-            Decision::Output => Some(self.output_front()),
+            Decision::Output => self.output_front(),
         }
     }
 
@@ -306,8 +306,8 @@ impl<T> ReorderBuffer<T> {
         Some(Popped::Dropped { frame, reason })
     }
 
-    fn output_front(&mut self) -> Popped<T> {
-        let (_, frame) = self.buffer.pop_first().expect("front exists");
+    fn output_front(&mut self) -> Option<Popped<T>> {
+        let (_, frame) = self.buffer.pop_first()?;
         let h = &frame.header;
         let jump = match self.last {
             Some(last) if frame.is_key() && !follows(h.base_index, last.base_index) => Some(Jump {
@@ -336,7 +336,7 @@ impl<T> ReorderBuffer<T> {
             base_group: h.base_group,
             end_dts: h.dts.saturating_add(h.duration as i64),
         });
-        Popped::Frame { frame, jump }
+        Some(Popped::Frame { frame, jump })
     }
 }
 

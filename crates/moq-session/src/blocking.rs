@@ -7,7 +7,9 @@
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
 
-/// A small multi-threaded runtime for one plugin's network tasks.
+/// A small multi-threaded runtime for one plugin's network tasks. Fails only when the
+/// process cannot create threads at all, where no element could work anyway.
+#[allow(clippy::expect_used)]
 pub fn runtime(thread_name: &str) -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -10,6 +10,9 @@
 //! - [`tls`] builds identities (self-signed or PEM) and trust policies (pinned
 //!   fingerprint, CA roots, insecure).
 
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod blocking;
 mod control;
 mod endpoint;

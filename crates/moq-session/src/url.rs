@@ -81,8 +81,8 @@ impl MoqUrl {
     }
 
     /// The namespace tuple named by the path.
-    pub fn namespace(&self) -> TrackNamespace {
-        parse_namespace(&self.path).expect("validated by parse")
+    pub fn namespace(&self) -> Result<TrackNamespace, UrlError> {
+        parse_namespace(&self.path)
     }
 
     /// `host:port` for socket address resolution.
@@ -112,11 +112,11 @@ mod tests {
             (u.host.as_str(), u.port, u.path.as_str()),
             ("127.0.0.1", 4443, "/live")
         );
-        assert_eq!(u.namespace(), TrackNamespace(vec![b"live".to_vec()]));
+        assert_eq!(u.namespace(), Ok(TrackNamespace(vec![b"live".to_vec()])));
         assert_eq!(u.to_string(), "moqt://127.0.0.1:4443/live");
         let u = MoqUrl::parse("moqt://[::1]:9000/anon/cam?x=1").unwrap();
         assert_eq!(u.host, "::1");
-        assert_eq!(u.namespace().to_path(), "anon/cam");
+        assert_eq!(u.namespace().unwrap().to_path(), "anon/cam");
         assert_eq!(u.authority(), "[::1]:9000");
     }
 

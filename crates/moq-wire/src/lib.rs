@@ -15,6 +15,9 @@
 //! valid prefix, nothing was consumed and nothing is wrong yet. Every other error is a protocol
 //! error and [`DecodeError::session_error_code`] gives the code to close the session with.
 
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cursor;
 pub mod draft14;
 mod error;

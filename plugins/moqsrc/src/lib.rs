@@ -1,5 +1,8 @@
 //! GStreamer plugin `moqsrc`: a Media over QUIC subscriber for H.264.
 
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::sync::LazyLock;
 
 use gst::glib;

@@ -609,6 +609,8 @@ impl ElementImpl for MoqSink {
         Some(&*METADATA)
     }
 
+    // Static caps and names: creating the template cannot fail.
+    #[allow(clippy::expect_used)]
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             let caps = gst::Caps::builder("video/x-h264")

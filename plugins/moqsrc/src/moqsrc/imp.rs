@@ -158,7 +158,9 @@ impl MoqSrc {
                 namespace: match &settings.namespace {
                     Some(ns) => moq_session::parse_namespace(ns)
                         .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
-                    None => url.namespace(),
+                    None => url
+                        .namespace()
+                        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
                 },
                 url,
                 track: settings.track.clone(),
@@ -465,23 +467,22 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        // GObject checked the value's type against the pspec before calling us.
         let mut settings = lock(&self.settings);
         match pspec.name() {
-            "url" => settings.url = value.get().expect("type checked upstream"),
-            "namespace" => settings.namespace = value.get().expect("type checked upstream"),
+            "url" => settings.url = value.get().unwrap_or_default(),
+            "namespace" => settings.namespace = value.get().unwrap_or_default(),
             "track" => {
                 settings.track = value
                     .get::<Option<String>>()
-                    .expect("type checked upstream")
+                    .unwrap_or_default()
                     .unwrap_or_else(|| DEFAULT_TRACK.into())
             }
-            "tls-fingerprint" => {
-                settings.tls_fingerprint = value.get().expect("type checked upstream")
-            }
-            "tls-insecure" => settings.tls_insecure = value.get().expect("type checked upstream"),
-            "timeout" => settings.timeout_s = value.get().expect("type checked upstream"),
-            "latency" => settings.latency_ms = value.get().expect("type checked upstream"),
-            "skip-forward" => settings.skip_forward = value.get().expect("type checked upstream"),
+            "tls-fingerprint" => settings.tls_fingerprint = value.get().unwrap_or_default(),
+            "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
+            "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
+            "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
+            "skip-forward" => settings.skip_forward = value.get().unwrap_or(true),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -549,6 +550,8 @@ impl ElementImpl for MoqSrc {
         self.parent_change_state(transition)
     }
 
+    // Static caps and names: creating the template cannot fail.
+    #[allow(clippy::expect_used)]
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             let caps = gst::Caps::builder("video/x-h264")

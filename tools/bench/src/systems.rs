@@ -10,6 +10,11 @@ use crate::moq_gst;
 /// rtpjitterbuffer `latency`).
 pub const RECEIVER_LATENCY_MS: u32 = 100;
 
+/// moqsink's backlog budget in the benchmark: high enough never to bind, so our modes
+/// behave as the thesis's (the in-order baseline's latency grows without bound); the
+/// default budget is a memory safety net the thesis did not have.
+pub const MAX_BACKLOG_MS: u32 = 600_000;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum System {
     Moq {
@@ -127,7 +132,7 @@ impl System {
                 ..
             } => format!(
                 "h264parse ! moqsink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
-                 tls-cert-file={cert} tls-key-file={key} sync=false",
+                 max-backlog={MAX_BACKLOG_MS} tls-cert-file={cert} tls-key-file={key} sync=false",
                 at.sender
             ),
             System::Srt { latency_ms } => format!(

@@ -523,6 +523,23 @@ fn a_wrong_namespace_or_track_ends_in_an_error_naming_it() {
     }
 }
 
+#[test]
+fn a_publisher_without_a_catalog_ends_in_an_error_naming_it() {
+    let publisher = HostilePublisher::start();
+    let _video = publisher
+        .broadcast
+        .create_track(catalog::BASE_TRACK, TrackDelivery::default());
+    let started = Instant::now();
+    let receiver = Receiver::start(&format!(
+        "url={} tls-insecure=true timeout=3",
+        publisher.url()
+    ));
+    let err = wait_eos(&receiver.pipeline, WAIT).expect_err("an error, not EOS");
+    eprintln!("after {:?}: {err}", started.elapsed());
+    assert!(err.contains("catalog"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
 fn unix_now_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -8,14 +8,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use gst::prelude::*;
 
-fn launch(description: &str) -> gst::Pipeline {
-    init();
-    gst::parse::launch(description)
-        .expect("pipeline parses")
-        .downcast::<gst::Pipeline>()
-        .expect("a pipeline")
-}
-
 /// Plays `description` and returns the first ERROR's text (panics on EOS or timeout).
 fn first_error(pipeline: &gst::Pipeline, timeout: Duration) -> String {
     let _ = pipeline.set_state(gst::State::Playing);

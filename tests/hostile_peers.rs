@@ -13,7 +13,9 @@ use gst::prelude::*;
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
 use moq_media::header::{FrameHeader, HEADER_VERSION};
 use moq_session::tls::ServerIdentity;
-use moq_session::{Broadcast, Priority, Server, ServerLimits, TrackDelivery, parse_namespace};
+use moq_session::{
+    Broadcast, Priority, Server, ServerLimits, TrackDelivery, TrackProducer, parse_namespace,
+};
 use moq_soak::peer::RawPeer;
 use moq_wire::draft14::{ControlMessage, DataStreamHeader, TrackNamespace, session_error};
 use moq_wire::varint;
@@ -362,6 +364,20 @@ impl HostilePublisher {
     fn url(&self) -> String {
         format!("moqt://127.0.0.1:{}/live", self.port)
     }
+
+    /// Publishes a catalog with this frame rate and creates the (empty) video track.
+    fn with_catalog(&self, framerate: [u32; 2]) -> (TrackProducer, TrackProducer) {
+        let catalog = self
+            .broadcast
+            .create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
+        catalog
+            .create_group(0, PRIORITY)
+            .write(Bytes::from(catalog_json(framerate)));
+        let video = self
+            .broadcast
+            .create_track(catalog::BASE_TRACK, TrackDelivery::default());
+        (catalog, video)
+    }
 }
 
 fn catalog_json(framerate: [u32; 2]) -> Vec<u8> {
@@ -405,15 +421,7 @@ fn raw_header(kind_flags: u8, fields: [u64; 7]) -> Vec<u8> {
 fn out_of_range_frame_headers_from_a_publisher_are_dropped_not_a_crash() {
     let aus = encode_aus(45, TEST_CAPS);
     let publisher = HostilePublisher::start();
-    let catalog = publisher
-        .broadcast
-        .create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
-    catalog
-        .create_group(0, PRIORITY)
-        .write(Bytes::from(catalog_json([24, 1])));
-    let video = publisher
-        .broadcast
-        .create_track(catalog::BASE_TRACK, TrackDelivery::default());
+    let (catalog, video) = publisher.with_catalog([24, 1]);
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", publisher.url()));
     std::thread::sleep(Duration::from_millis(1500));
     let huge = varint::MAX_VARINT;
@@ -469,15 +477,7 @@ fn out_of_range_frame_headers_from_a_publisher_are_dropped_not_a_crash() {
 #[test]
 fn a_catalog_with_a_zero_framerate_denominator_is_a_clear_error() {
     let publisher = HostilePublisher::start();
-    let catalog = publisher
-        .broadcast
-        .create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
-    catalog
-        .create_group(0, PRIORITY)
-        .write(Bytes::from(catalog_json([24, 0])));
-    let _video = publisher
-        .broadcast
-        .create_track(catalog::BASE_TRACK, TrackDelivery::default());
+    let _tracks = publisher.with_catalog([24, 0]);
     let receiver = Receiver::start(&format!(
         "url={} tls-insecure=true timeout=2",
         publisher.url()

@@ -62,16 +62,21 @@ pub struct EncodedAu {
     pub group: u64,
 }
 
+/// Parses a pipeline description.
+pub fn launch(description: &str) -> gst::Pipeline {
+    init();
+    gst::parse::launch(description)
+        .unwrap_or_else(|e| panic!("{description}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline")
+}
+
 /// Encodes `n` frames of a moving test pattern with the test encoder, as byte-stream AUs.
 pub fn encode_aus(n: usize, raw_caps: &str) -> Vec<EncodedAu> {
-    init();
-    let pipeline = gst::parse::launch(&format!(
+    let pipeline = launch(&format!(
         "videotestsrc pattern=ball num-buffers={n} ! {raw_caps} ! {TEST_ENCODER},stream-format=byte-stream \
          ! appsink name=out sync=false"
-    ))
-    .expect("encoder parses")
-    .downcast::<gst::Pipeline>()
-    .expect("a pipeline");
+    ));
     let sink = pipeline
         .by_name("out")
         .and_downcast::<gst_app::AppSink>()
@@ -250,15 +255,11 @@ pub fn h264_caps(width: u32, height: u32) -> gst::Caps {
 
 impl AppSender {
     pub fn start(caps: &gst::Caps, sink_properties: &str) -> AppSender {
-        init();
         let port = free_udp_port();
-        let pipeline = gst::parse::launch(&format!(
+        let pipeline = launch(&format!(
             "appsrc name=src format=time is-live=true \
              ! moqsink name=sink sync=false listen=127.0.0.1:{port} {sink_properties}"
-        ))
-        .expect("sender parses")
-        .downcast::<gst::Pipeline>()
-        .expect("a pipeline");
+        ));
         let src = pipeline
             .by_name("src")
             .and_downcast::<gst_app::AppSrc>()

@@ -356,6 +356,14 @@ impl Producer {
     }
 }
 
+fn group(id: u64, priority: Priority, created: Instant) -> GroupInfo {
+    GroupInfo {
+        id,
+        priority,
+        created,
+    }
+}
+
 fn serve_mode(net: &mut Net, mode: Mode, max_age: Option<Duration>) -> Arc<TrackCounters> {
     let base = net.serve(BASE, mode.base_delivery(max_age));
     if mode.splits() {
@@ -430,11 +438,7 @@ fn payloads_are_written_from_the_producers_buffers_without_copies() {
     net.serve(BASE, Mode::Baseline.base_delivery(None));
     let header = Bytes::from_static(b"frame-header");
     let au = frame_bytes(1, 5_000);
-    let info = GroupInfo {
-        id: 7,
-        priority: Mode::Baseline.base_priority(7),
-        created: net.now,
-    };
+    let info = group(7, Mode::Baseline.base_priority(7), net.now);
     let payload = Payload::from_parts(vec![header.clone(), au.clone()]);
     net.sched.object(BASE, info, 0, payload, net.now, net.now);
     let key = StreamKey {
@@ -468,11 +472,7 @@ fn partial_writes_resume_where_quic_stopped() {
     // Seven bytes per millisecond: every header and payload is cut somewhere.
     let mut net = Net::new(PublishLimits::default(), 7);
     net.serve(BASE, Mode::Baseline.base_delivery(None));
-    let info = GroupInfo {
-        id: 3,
-        priority: Mode::Baseline.base_priority(3),
-        created: net.now,
-    };
+    let info = group(3, Mode::Baseline.base_priority(3), net.now);
     for (id, len) in [(0, 20), (1, 3), (2, 41)] {
         let payload = Payload::from_parts(vec![
             frame_bytes(id, len / 2),
@@ -750,11 +750,7 @@ fn poll_timeout_names_the_moment_a_policy_fires() {
     net.frozen = true;
     let c = net.serve(BASE, Mode::Baseline.base_delivery(None));
     let t0 = net.now;
-    let info = GroupInfo {
-        id: 1,
-        priority: Mode::Baseline.base_priority(1),
-        created: t0,
-    };
+    let info = group(1, Mode::Baseline.base_priority(1), t0);
     net.sched
         .object(BASE, info, 0, Payload::from(frame_bytes(0, 10)), t0, t0);
     assert_eq!(
@@ -778,11 +774,7 @@ fn late_objects_of_a_dropped_group_are_not_sent_as_a_new_stream() {
     let mut net = Net::new(limits, 0);
     net.frozen = true;
     let c = net.serve(BASE, Mode::Baseline.base_delivery(None));
-    let info = GroupInfo {
-        id: 4,
-        priority: Mode::Baseline.base_priority(4),
-        created: net.now,
-    };
+    let info = group(4, Mode::Baseline.base_priority(4), net.now);
     net.sched.object(
         BASE,
         info,
@@ -912,11 +904,7 @@ fn the_budget_counts_from_when_a_subscriber_got_the_data() {
     let mut net = Net::new(PublishLimits::default(), 1_000);
     let c = net.serve(BASE, Mode::Baseline.base_delivery(Some(500 * MS)));
     net.now += Duration::from_secs(1);
-    let info = GroupInfo {
-        id: 0,
-        priority: Mode::Baseline.base_priority(0),
-        created: written,
-    };
+    let info = group(0, Mode::Baseline.base_priority(0), written);
     net.sched.object(
         BASE,
         info,

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Resource-exhaustion soak checks, full length (about 45 minutes on a 2-core machine):
+#   - a subscriber that never reads, 10 min, beside a healthy one, for the delivery modes
+#     baseline, deprioritize-b and skip-gops (sender subscriber-timeout=3600, so only the
+#     backlog budget bounds its memory), then 10 min with the default subscriber-timeout
+#     and a peer that comes back and stalls again after every disconnect;
+#   - a receiver (moqsrc → avdec_h264 → fakesink sync=true) PAUSED for 60 s;
+#   - 1,000 subscriber connect/subscribe/drop cycles beside a continuous subscriber.
+# Each scenario prints a row every 10 s and a `summary` line; the summaries are repeated
+# at the end and the whole output is kept in target/soak.log (or $CARGO_TARGET_DIR's).
+# Exit status: 0 when every bound held, 1 otherwise.
+#
+# Shorter runs for a try: STALL_SECONDS=60 PAUSE_SECONDS=20 CYCLES=200 pipelines/soak.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash pipelines/setup.sh
+# shellcheck disable=SC1091
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+
+STALL_SECONDS=${STALL_SECONDS:-600}
+PAUSE_SECONDS=${PAUSE_SECONDS:-60}
+CYCLES=${CYCLES:-1000}
+
+cargo build --release --locked -p moq-soak
+target_dir=${CARGO_TARGET_DIR:-target}
+soak="$target_dir/release/moq-soak"
+log="$target_dir/soak.log"
+: >"$log"
+
+failed=0
+run() {
+    echo
+    echo "\$ moq-soak run $*" | tee -a "$log"
+    # Exit status 1: a bound was violated; 2: the run itself failed.
+    local status=0
+    "$soak" run "$@" 2>&1 | tee -a "$log" || status=${PIPESTATUS[0]}
+    if [ "$status" -ne 0 ]; then
+        failed=1
+        echo "(exit status $status)" | tee -a "$log"
+    fi
+}
+
+echo "== moq-soak $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) CPUs, $(date -u +%FT%TZ)" | tee -a "$log"
+for delivery in baseline deprioritize-b skip-gops; do
+    run stalled-subscriber --delivery "$delivery" --seconds "$STALL_SECONDS"
+done
+run stalled-subscriber --delivery skip-gops --reconnect --seconds "$STALL_SECONDS"
+run paused-receiver --seconds "$PAUSE_SECONDS"
+run churn --cycles "$CYCLES"
+
+echo
+echo "== figures (also in $log)"
+grep '^summary\|^(exit status' "$log" || true
+if [ "$failed" -ne 0 ]; then
+    echo "== some bound was violated or a run failed (see above)"
+    exit 1
+fi
+echo "== every bound held"

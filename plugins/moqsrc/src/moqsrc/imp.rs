@@ -437,7 +437,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecUInt::builder("timeout")
                     .nick("Timeout")
-                    .blurb("Seconds to keep trying to connect and subscribe before failing with an error")
+                    .blurb("Seconds without media (connecting, subscribing, reconnecting) before failing with an error naming what failed (unreachable, refused, no such namespace or track, no catalog)")
                     .minimum(1)
                     .maximum(3600)
                     .default_value(DEFAULT_TIMEOUT_S)

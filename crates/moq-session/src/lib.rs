@@ -14,9 +14,11 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod blocking;
+pub mod congestion;
 mod control;
 mod endpoint;
 mod error;
+pub mod estimate;
 mod feed;
 mod publish;
 mod rate;

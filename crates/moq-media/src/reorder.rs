@@ -101,6 +101,9 @@ pub struct ReorderBuffer<T> {
     need_key: bool,
     /// Base groups whose stream was reset: their missing frames will not come.
     lost_groups: BTreeSet<u64>,
+    /// Base groups of the keyframes buffered, with how many: "is a newer keyframe
+    /// waiting?" is asked on every pop, and must not scan the buffer.
+    buffered_keys: BTreeMap<u64, usize>,
     /// Highest decode index seen, to count frames that arrive out of order.
     highest_seen: Option<u64>,
     reorder_events: u64,
@@ -125,6 +128,7 @@ impl<T> ReorderBuffer<T> {
             last: None,
             need_key: true,
             lost_groups: BTreeSet::new(),
+            buffered_keys: BTreeMap::new(),
             highest_seen: None,
             reorder_events: 0,
         }
@@ -166,8 +170,28 @@ impl<T> ReorderBuffer<T> {
             self.reorder_events += 1;
         }
         self.highest_seen = Some(self.highest_seen.map_or(index, |h| h.max(index)));
+        if frame.is_key() {
+            *self
+                .buffered_keys
+                .entry(frame.header.base_group)
+                .or_default() += 1;
+        }
         self.buffer.insert(index, frame);
         Pushed::Buffered { out_of_order }
+    }
+
+    /// Takes the oldest frame out of the buffer.
+    fn take_front(&mut self) -> Option<Frame<T>> {
+        let (_, frame) = self.buffer.pop_first()?;
+        if frame.is_key()
+            && let Some(n) = self.buffered_keys.get_mut(&frame.header.base_group)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.buffered_keys.remove(&frame.header.base_group);
+            }
+        }
+        Some(frame)
     }
 
     /// The stream of a base group was reset: frames of it that did not arrive never will.
@@ -293,13 +317,11 @@ impl<T> ReorderBuffer<T> {
 
     /// Whether a keyframe of a group newer than `group` is waiting in the buffer.
     fn newer_key_buffered(&self, group: u64) -> bool {
-        self.buffer
-            .values()
-            .any(|f| f.is_key() && f.header.base_group > group)
+        group < u64::MAX && self.buffered_keys.range(group + 1..).next().is_some()
     }
 
     fn drop_front(&mut self, reason: DropReason) -> Option<Popped<T>> {
-        let (_, frame) = self.buffer.pop_first()?;
+        let frame = self.take_front()?;
         if frame.layer == TrackRole::Base && self.last.is_some() {
             self.need_key = true;
         }
@@ -307,7 +329,7 @@ impl<T> ReorderBuffer<T> {
     }
 
     fn output_front(&mut self) -> Option<Popped<T>> {
-        let (_, frame) = self.buffer.pop_first()?;
+        let frame = self.take_front()?;
         let h = &frame.header;
         let jump = match self.last {
             Some(last) if frame.is_key() && !follows(h.base_index, last.base_index) => Some(Jump {

@@ -5,6 +5,7 @@
 //! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
 //! - [`keyframes`]: when a new subscriber's keyframe request goes to the encoder;
 //! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
+//! - [`rate_control`]: the encoder's target bitrate from the subscribers' paths;
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source.
 
@@ -17,6 +18,7 @@ pub mod keyframes;
 pub mod mapping;
 pub mod metrics;
 pub mod playout;
+pub mod rate_control;
 pub mod reorder;
 
 pub use catalog::{Catalog, TrackRole};

@@ -50,7 +50,7 @@ def runs(out):
     found = {}
     frames = os.path.join(out, "frames")
     for name in sorted(os.listdir(frames)):
-        if not name.endswith(".csv") or name.endswith((".sender.csv", ".receiver.csv")):
+        if not name.endswith(".csv") or name.endswith((".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv")):
             continue
         system, profile, rep = name[:-4].split("__")
         found[(system, profile, int(rep))] = load_frames(os.path.join(frames, name))
@@ -132,6 +132,95 @@ def plot_ccdf(profile, by_system, path):
     plt.close(fig)
 
 
+def load_rates(path):
+    """unix time (s) -> (encoder target, estimate) in kbit/s, from an adaptive sender's log."""
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rows.append((int(r["unix_us"]) / 1e6, int(r["target_bps"]) / 1000, int(r["estimated_bps"]) / 1000))
+    return rows
+
+
+def profile_steps(profile):
+    """[(start s, end s, kbit/s)] of a profile file."""
+    p = json.load(open(os.path.join(PROFILES, f"{profile}.json")))
+    steps, t = [], 0.0
+    for s in p["steps"]:
+        steps.append((t, t + s["duration_s"], s["rate_kbit"]))
+        t += s["duration_s"]
+    return steps
+
+
+def adaptive_rates(out, summaries, profile):
+    """system -> [(s since the trace started, target, estimate)] for the adaptive runs."""
+    found = {}
+    for s in summaries:
+        if s["profile"] != profile or s["repetition"] != 0 or not s["system"].startswith("moq-adaptive"):
+            continue
+        path = os.path.join(out, "frames", f"{s['system']}__{profile}__0.rate.csv")
+        if os.path.exists(path) and s.get("trace_start_us"):
+            t0 = s["trace_start_us"] / 1e6
+            found[s["system"]] = [(t - t0, target, est) for (t, target, est) in load_rates(path)]
+    return found
+
+
+def plot_adaptation(profile, rates, path):
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    steps = profile_steps(profile)
+    xs, ys = [], []
+    for (a, b, kbit) in steps:
+        xs += [a, b]
+        ys += [kbit, kbit]
+    ax.plot(xs, ys, color="black", linewidth=2, label="link rate")
+    for system, rows in sorted(rates.items()):
+        line = ax.plot([r[0] for r in rows], [r[1] for r in rows], label=f"{system} encoder target")[0]
+        ax.plot([r[0] for r in rows], [r[2] for r in rows], ":", color=line.get_color(), label=f"{system} estimate")
+    ax.set_xlabel("time since the link's trace started (s)")
+    ax.set_ylabel("kbit/s")
+    ax.set_title(f"{profile}: encoder target and path estimate against the link rate")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def convergence(rows, steps, headroom=0.85, ceiling=1200.0):
+    """Seconds after each rate step until the target settled: below the new link rate after
+    a drop; at 80 % of what the new rate allows (its headroom share, at most the ceiling)
+    after a rise. None when it did not within the step."""
+    out = []
+    for (prev, cur) in zip(steps, steps[1:]):
+        start, end, kbit = cur
+        if kbit == prev[2]:
+            continue
+        if kbit < prev[2]:
+            done = lambda target: target <= kbit  # noqa: E731
+        else:
+            goal = min(headroom * kbit, ceiling)
+            done = lambda target: target >= 0.8 * goal  # noqa: E731
+        t = next((r[0] - start for r in rows if start <= r[0] < end and done(r[1])), None)
+        out.append((start, prev[2], kbit, t))
+    return out
+
+
+def adaptation_section(out, summaries, profile, plots):
+    rates = adaptive_rates(out, summaries, profile)
+    if not rates:
+        return []
+    plot_adaptation(profile, rates, os.path.join(plots, f"adaptation_{profile}.png"))
+    md = [f"![adaptation {profile}](plots/adaptation_{profile}.png)", ""]
+    steps = profile_steps(profile)
+    if len(steps) > 1 and len(steps) <= 20:
+        md.append("| system | " + " | ".join(f"{a:.0f} s: {p}→{k}" for (a, p, k, _) in convergence([], steps)) + " |")
+        md.append("|---|" + "---|" * len(convergence([], steps)))
+        for system, rows in sorted(rates.items()):
+            cells = [fmt(t, 1) + " s" if t is not None else "not within the step" for (_, _, _, t) in convergence(rows, steps)]
+            md.append(f"| {system} convergence | " + " | ".join(cells) + " |")
+        md.append("")
+    return md
+
+
 def command_output(cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
@@ -149,8 +238,8 @@ def table(summaries, profile, baseline="moq-baseline"):
     rows = [s for s in summaries if s["profile"] == profile]
     base = next((s for s in rows if s["system"] == baseline), None)
     lines = [
-        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | delivered kbit/s | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in rows:
         ratio = s["latency_mean_ms"] / base["latency_mean_ms"] if base and base["latency_mean_ms"] else None
@@ -158,7 +247,7 @@ def table(summaries, profile, baseline="moq-baseline"):
             f"| {s['system']} | {fmt(s['latency_mean_ms'])} | {fmt(s['latency_p50_ms'])} | {fmt(s['latency_p95_ms'])} "
             f"| {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} | {s['frames_rendered']} / {s['frames_captured']} "
             f"| {fmt(s['otdr_1s'], 2)} | {s['stalls']} ({fmt(s['stall_total_s'], 1)}) | {s['frame_gaps']} "
-            f"| {fmt(s['capacity_efficiency'], 2)} | {fmt(s['jitter_ms'], 1)} | {fmt(s['ts_df_mean_ms'])}/{fmt(s['ts_df_max_ms'])} "
+            f"| {fmt(s['capacity_efficiency'], 2)} | {fmt(s.get('rendered_kbit'))} | {fmt(s['jitter_ms'], 1)} | {fmt(s['ts_df_mean_ms'])}/{fmt(s['ts_df_max_ms'])} "
             f"| {fmt(s['overhead'], 3)} | {fmt(s['cpu_us_per_frame_sender'])} / {fmt(s['cpu_us_per_frame_receiver'])} |"
         )
     if base and base.get("fluid_ratio") is not None:
@@ -360,6 +449,18 @@ def main():
         "baseline with `delivery-timeout=500` (partial reliability) and SRT."
     )
     md.append("")
+    if any(s["system"].startswith("moq-adaptive") for s in summaries):
+        md.append(
+            "`moq-adaptive` (QUIC congestion control CUBIC) and `moq-adaptive-delay` (our delay-aware controller): "
+            "the encoder is in the loop. The sender decodes the reference stream and encodes it again live with "
+            "x264 (`tune=zerolatency`: no B frames, no lookahead; GoP 15), whose bitrate moqsink sets "
+            "(`rate-control=encoder`, start 600, floor 150, ceiling 1200 kbit/s; `delivery=skip-gops`). A frame "
+            "is available when its decoded picture reaches the encoder, so the encoder's latency counts and the "
+            "harness's decoding does not. Sizes and delivered bitrate are those of the live encoding. The "
+            "convergence tables give the seconds after each rate step until the target was below the new link "
+            "rate (a drop) or at 80 % of 0.85 × the new rate (a rise)."
+        )
+        md.append("")
     if any(s["system"] == "moq-gst" for s in summaries):
         md.append(
             "`moq-gst`: moq-dev's GStreamer plugin (moq-gst 0.4.20, moq-lite) publishing to moq-relay next to the "
@@ -404,6 +505,7 @@ def main():
             md.append(f"![bitrate {profile}](plots/bitrate_{profile}.png)")
             md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
             md.append("")
+        md.extend(adaptation_section(out, first, profile, plots))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.append("## Reading")
     md.append("")

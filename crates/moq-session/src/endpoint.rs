@@ -9,6 +9,7 @@ use moq_wire::draft14::ALPN;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use tokio::sync::mpsc;
 
+use crate::congestion::CongestionControl;
 use crate::error::SessionError;
 use crate::scheduler::PublishLimits;
 use crate::session::{Session, SessionConfig};
@@ -65,13 +66,15 @@ pub struct Server {
     sessions: Arc<Mutex<Vec<Session>>>,
 }
 
-/// What a server allows its peers.
+/// What a server allows its peers, and how it sends to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     /// Sessions served at once (handshakes included); more are refused.
     pub max_sessions: usize,
     /// What each session's subscriptions may cost.
     pub publish: PublishLimits,
+    /// The congestion controller of every connection.
+    pub congestion: CongestionControl,
 }
 
 impl Default for ServerLimits {
@@ -79,6 +82,7 @@ impl Default for ServerLimits {
         ServerLimits {
             max_sessions: 1000,
             publish: PublishLimits::default(),
+            congestion: CongestionControl::default(),
         }
     }
 }
@@ -107,7 +111,9 @@ impl Server {
         let tls = identity.rustls_config(ALPN)?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(Arc::new(transport_config(false)));
+        let mut transport = transport_config(false);
+        limits.congestion.configure(&mut transport);
+        config.transport_config(Arc::new(transport));
         config.max_incoming(MAX_INCOMING);
         let endpoint = quinn::Endpoint::server(config, addr).map_err(endpoint_error)?;
         let local_addr = endpoint.local_addr().map_err(endpoint_error)?;
@@ -132,6 +138,11 @@ impl Server {
 
     pub fn session_count(&self) -> usize {
         lock(&self.sessions).len()
+    }
+
+    /// The sessions being served now.
+    pub fn sessions(&self) -> Vec<Session> {
+        lock(&self.sessions).clone()
     }
 
     /// Closes every session and stops accepting.
@@ -198,6 +209,7 @@ async fn accept_loop(
                 publish: Some(broadcast),
                 path: None,
                 limits: limits.publish,
+                congestion: limits.congestion,
             };
             let session = match Session::server(conn, config).await {
                 Ok(session) => session,
@@ -223,7 +235,8 @@ pub async fn connect(
     trust: &Trust,
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
-    let transport = transport_config(config.publish.is_none());
+    let mut transport = transport_config(config.publish.is_none());
+    config.congestion.configure(&mut transport);
     let conn = connect_quic(url, trust, transport).await?;
     config.path.get_or_insert_with(|| url.path.clone());
     Session::client(conn, config).await

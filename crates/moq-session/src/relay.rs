@@ -1,8 +1,8 @@
 //! Publishing through a relay: connect, announce the namespace (PUBLISH_NAMESPACE) and
 //! serve the relay's SUBSCRIBEs; reconnect with capped backoff whenever the session is lost.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use moq_wire::draft14::{publish_namespace_error, session_error};
@@ -11,10 +11,9 @@ use tokio::task::JoinHandle;
 
 use crate::endpoint::connect;
 use crate::error::SessionError;
-use crate::scheduler::PublishLimits;
-use crate::session::SessionConfig;
+use crate::session::{Session, SessionConfig};
 use crate::tls::Trust;
-use crate::track::Broadcast;
+use crate::track::lock;
 use crate::url::MoqUrl;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
@@ -41,33 +40,44 @@ pub enum RelayEvent {
 pub struct RelayPublisher {
     task: JoinHandle<()>,
     announced: Arc<AtomicBool>,
+    current: Arc<Mutex<Option<Session>>>,
 }
 
 impl RelayPublisher {
-    /// Starts connecting. Must run inside a tokio runtime. `events` is never waited on:
-    /// when it is full, events are dropped.
+    /// Starts connecting with `config` (its `publish` is the broadcast to announce). Must
+    /// run inside a tokio runtime. `events` is never waited on: when it is full, events
+    /// are dropped.
     pub fn start(
         url: MoqUrl,
         trust: Trust,
-        broadcast: Broadcast,
-        limits: PublishLimits,
+        config: SessionConfig,
         events: mpsc::Sender<RelayEvent>,
     ) -> RelayPublisher {
         let announced = Arc::new(AtomicBool::new(false));
-        let config = SessionConfig {
-            publish: Some(broadcast),
-            path: None,
-            limits,
-        };
+        let current = Arc::new(Mutex::new(None));
+        let task = tokio::spawn(run(
+            url,
+            trust,
+            config,
+            events,
+            announced.clone(),
+            current.clone(),
+        ));
         RelayPublisher {
-            task: tokio::spawn(run(url, trust, config, events, announced.clone())),
+            task,
             announced,
+            current,
         }
     }
 
     /// Whether the namespace is announced on the relay right now.
     pub fn is_announced(&self) -> bool {
         self.announced.load(Ordering::Relaxed)
+    }
+
+    /// The session with the relay, while there is one.
+    pub fn session(&self) -> Option<Session> {
+        lock(&self.current).clone()
     }
 }
 
@@ -98,6 +108,7 @@ async fn run(
     config: SessionConfig,
     events: mpsc::Sender<RelayEvent>,
     announced: Arc<AtomicBool>,
+    current: Arc<Mutex<Option<Session>>>,
 ) {
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 0;
@@ -123,7 +134,9 @@ async fn run(
                 attempt += 1;
                 backoff = FIRST_BACKOFF;
                 announced.store(true, Ordering::Relaxed);
+                *lock(&current) = Some(session.clone());
                 let closed = session.closed().await;
+                lock(&current).take();
                 announced.store(false, Ordering::Relaxed);
                 closed
             }

@@ -11,8 +11,10 @@ use moq_wire::draft14::{
 };
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
+use crate::congestion::{CongestionControl, SharedEstimator, estimator_of};
 use crate::control::{self, ControlReader};
 use crate::error::{RequestError, SessionError};
+use crate::estimate::PathEstimate;
 use crate::publish::{self, Publisher};
 use crate::scheduler::PublishLimits;
 use crate::subscribe::{self, Outgoing};
@@ -67,6 +69,9 @@ pub struct SessionConfig {
     pub path: Option<String>,
     /// Limits of what the peer's subscriptions may cost.
     pub limits: PublishLimits,
+    /// The congestion controller of the connection (client side; a server sets it for
+    /// all its connections).
+    pub congestion: CongestionControl,
 }
 
 #[derive(Debug)]
@@ -110,6 +115,8 @@ pub(crate) struct Inner {
     pub changed: watch::Sender<u64>,
     /// Bytes of received objects held between QUIC and their consumer (see `subscribe`).
     pub receive_budget: Arc<Semaphore>,
+    /// The connection's path estimator, fed by its congestion controller.
+    pub estimator: Option<SharedEstimator>,
 }
 
 impl Inner {
@@ -375,6 +382,7 @@ impl Session {
             control: control_tx,
             changed: watch::channel(0).0,
             receive_budget: Arc::new(Semaphore::new(subscribe::RECEIVE_BUDGET)),
+            estimator: estimator_of(&conn),
         });
         if inner.publish.is_some() {
             let _ = inner.publisher.set(Publisher::start(&inner, config.limits));
@@ -400,6 +408,18 @@ impl Session {
     /// Resolves when the connection is closed, with the reason.
     pub async fn closed(&self) -> SessionError {
         SessionError::Connection(self.inner.conn.closed().await)
+    }
+
+    /// What the connection knows of the path now: delivery rate, RTT, queue delay, loss.
+    /// `None` when the connection's controller is not one of ours.
+    pub fn path_estimate(&self) -> Option<PathEstimate> {
+        let estimator = self.inner.estimator.as_ref()?;
+        Some(lock(estimator).estimate(std::time::Instant::now()))
+    }
+
+    /// quinn's view of the path: RTT, congestion window, packets lost.
+    pub fn path_stats(&self) -> quinn::PathStats {
+        self.inner.conn.stats().path
     }
 
     /// The reason the connection closed, if it has.

@@ -16,9 +16,8 @@ use linkem::{Link, LinkConfig, Profile};
 use moq_session::congestion::{CongestionControl, estimator_of};
 use moq_session::tls::{ServerIdentity, Trust};
 use moq_session::{
-    Broadcast, GroupOrder, MoqUrl, Priority, PublishLimits, Session, SessionConfig,
-    SubscribeOptions, TrackDelivery, TrackEvent, TrackProducer, connect, parse_namespace,
-    transport_config,
+    Broadcast, GroupOrder, MoqUrl, Priority, Session, SessionConfig, SubscribeOptions,
+    TrackDelivery, TrackEvent, TrackProducer, connect, parse_namespace, transport_config,
 };
 use quinn::crypto::rustls::QuicServerConfig;
 
@@ -157,8 +156,7 @@ async fn run(cc: CongestionControl) -> (Vec<Sample>, u64) {
             let conn = incoming.await.expect("handshake");
             let config = SessionConfig {
                 publish: Some(broadcast),
-                path: None,
-                limits: PublishLimits::default(),
+                ..SessionConfig::default()
             };
             let session = Session::server(conn.clone(), config).await.expect("setup");
             (conn, session)

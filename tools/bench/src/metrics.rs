@@ -59,6 +59,8 @@ pub struct Summary {
     pub frame_gaps: u64,
     pub capacity_efficiency: f64,
     pub stream_kbit: f64,
+    /// Media bitrate of the frames rendered, kbit/s: what the viewer actually got.
+    pub rendered_kbit: f64,
     pub jitter_ms: f64,
     pub ts_df_mean_ms: f64,
     pub ts_df_max_ms: f64,
@@ -158,6 +160,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         frame_gaps: gaps,
         capacity_efficiency: rendered_bytes as f64 * 8.0 / span_s / 1000.0 / usable_kbit.max(1e-9),
         stream_kbit,
+        rendered_kbit: rendered_bytes as f64 * 8.0 / span_s / 1000.0,
         jitter_ms: jitter.value_us() / 1000.0,
         ts_df_mean_ms: windows.iter().sum::<i64>() as f64 / windows.len().max(1) as f64 / 1000.0,
         ts_df_max_ms: windows.iter().copied().max().unwrap_or(0) as f64 / 1000.0,

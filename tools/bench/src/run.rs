@@ -379,11 +379,16 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         eprintln!("{name}: receiver errors: {errors:?}");
     }
 
+    // An adaptive sender's frames have the sizes its encoder gave them.
+    let sizes = read_sizes(&sender_file(&avail_path, "sizes"))?;
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
         .map(|mut row| {
             row.arrived_us = seen.arrived.get(&row.id).copied();
             row.rendered_us = seen.rendered.get(&row.id).copied();
+            if let Some(size) = sizes.get(&row.id) {
+                row.size = *size;
+            }
             row
         })
         .collect::<Vec<_>>();
@@ -442,6 +447,22 @@ fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
         .collect()
 }
 
+/// `id,bytes` lines, if the file exists.
+fn read_sizes(path: &Path) -> Result<HashMap<u64, usize>, String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(HashMap::new());
+    };
+    text.lines()
+        .map(|line| {
+            let (id, size) = line.split_once(',').ok_or("bad size row")?;
+            Ok((
+                id.parse().map_err(|_| "bad id")?,
+                size.parse().map_err(|_| "bad size")?,
+            ))
+        })
+        .collect()
+}
+
 fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
     let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
@@ -495,7 +516,13 @@ pub fn sender(
     pipeline
         .set_state(gst::State::Playing)
         .map_err(|e| format!("sender: {e}"))?;
-    let mut log = std::io::BufWriter::new(std::fs::File::create(out).map_err(|e| e.to_string())?);
+    let log = Arc::new(Mutex::new(std::io::BufWriter::new(
+        std::fs::File::create(out).map_err(|e| e.to_string())?,
+    )));
+    let adaptive = system
+        .is_adaptive()
+        .then(|| Adaptive::attach(&pipeline, &log, out));
+    let adaptive = adaptive.transpose()?;
     let base = aus
         .iter()
         .map(|a| a.dts_ns.min(a.pts_ns))
@@ -514,20 +541,26 @@ pub fn sender(
             std::thread::sleep(wait);
         }
         let mut buffer = gst::Buffer::from_mut_slice(reference::tag(&au.data, id as u64));
+        let pts = running0 + gst::ClockTime::from_nseconds(au.pts_ns - base);
         {
             let b = buffer.get_mut().expect("writable");
             b.set_dts(running0 + gst::ClockTime::from_nseconds(au.dts_ns - base));
-            b.set_pts(running0 + gst::ClockTime::from_nseconds(au.pts_ns - base));
+            b.set_pts(pts);
             b.set_duration(gst::ClockTime::from_nseconds(1_000_000_000 / 24));
             if au.kind != h264::FrameKind::Key {
                 b.set_flags(gst::BufferFlags::DELTA_UNIT);
             }
         }
-        writeln!(log, "{id},{}", unix_us()).map_err(|e| e.to_string())?;
+        match &adaptive {
+            // Available when the decoded picture reaches the encoder (see `Adaptive`).
+            Some(adaptive) => adaptive.expect(pts, id as u64),
+            None => {
+                writeln!(log.lock().unwrap(), "{id},{}", unix_us()).map_err(|e| e.to_string())?
+            }
+        }
         src.push_buffer(buffer)
             .map_err(|e| format!("sender push: {e:?}"))?;
     }
-    log.flush().map_err(|e| e.to_string())?;
     let _ = src.end_of_stream();
     let bus = pipeline.bus().expect("bus");
     let _ = bus.timed_pop_filtered(
@@ -535,5 +568,124 @@ pub fn sender(
         &[gst::MessageType::Eos, gst::MessageType::Error],
     );
     let _ = pipeline.set_state(gst::State::Null);
-    Ok(())
+    if let Some(adaptive) = adaptive {
+        adaptive.finish()?;
+    }
+    log.lock().unwrap().flush().map_err(|e| e.to_string())
+}
+
+/// Path of a sender side file next to its availability log (`….sender.csv`).
+pub fn sender_file(avail: &Path, what: &str) -> PathBuf {
+    let name = avail
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    avail.with_file_name(name.replace("sender.csv", &format!("{what}.csv")))
+}
+
+type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
+
+/// The instrumentation of an adaptive sender, whose encoder is in the loop: a frame is
+/// available when its decoded picture reaches the encoder (the encoder's own latency
+/// counts, the harness's decoding does not); the encoded AU is tagged with the frame id
+/// after the encoder and its size logged (`….sizes.csv`); the encoder target, moqsink's
+/// estimate and the encoder's bitrate are sampled every 100 ms (`….rate.csv`).
+struct Adaptive {
+    ids: Arc<Mutex<HashMap<u64, u64>>>,
+    sizes: SharedLog,
+    sampler: Option<std::thread::JoinHandle<()>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Adaptive {
+    fn attach(pipeline: &gst::Pipeline, log: &SharedLog, avail: &Path) -> Result<Adaptive, String> {
+        let create = |what| -> Result<SharedLog, String> {
+            let file =
+                std::fs::File::create(sender_file(avail, what)).map_err(|e| e.to_string())?;
+            Ok(Arc::new(Mutex::new(std::io::BufWriter::new(file))))
+        };
+        let ids: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+        let sizes = create("sizes")?;
+        let pad = |name: &str| {
+            pipeline
+                .by_name(name)
+                .and_then(|e| e.static_pad("src"))
+                .ok_or(format!("adaptive sender: no {name}"))
+        };
+        let (raw_ids, raw_log) = (ids.clone(), log.clone());
+        pad("raw")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            let id = info
+                .buffer()
+                .and_then(|b| b.pts())
+                .and_then(|pts| raw_ids.lock().unwrap().get(&pts.nseconds()).copied());
+            if let Some(id) = id {
+                let _ = writeln!(raw_log.lock().unwrap(), "{id},{}", unix_us());
+            }
+            gst::PadProbeReturn::Ok
+        });
+        let (tag_ids, tag_sizes) = (ids.clone(), sizes.clone());
+        pad("tagger")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            let Some(gst::PadProbeData::Buffer(buffer)) = &mut info.data else {
+                return gst::PadProbeReturn::Ok;
+            };
+            let id = buffer
+                .pts()
+                .and_then(|pts| tag_ids.lock().unwrap().remove(&pts.nseconds()));
+            let (Some(id), Ok(map)) = (id, buffer.map_readable()) else {
+                return gst::PadProbeReturn::Ok;
+            };
+            let _ = writeln!(tag_sizes.lock().unwrap(), "{id},{}", map.len());
+            let mut tagged = gst::Buffer::from_mut_slice(reference::tag(&map, id));
+            drop(map);
+            if let Some(b) = tagged.get_mut() {
+                b.set_pts(buffer.pts());
+                b.set_dts(buffer.dts());
+                b.set_duration(buffer.duration());
+                b.set_flags(buffer.flags());
+            }
+            *buffer = tagged;
+            gst::PadProbeReturn::Ok
+        });
+        let rates = create("rate")?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (sink, enc) = (
+            pipeline.by_name("sink").ok_or("adaptive sender: no sink")?,
+            pipeline.by_name("enc").ok_or("adaptive sender: no enc")?,
+        );
+        let halt = stop.clone();
+        let sampler = std::thread::spawn(move || {
+            let mut rates = rates.lock().unwrap();
+            let _ = writeln!(rates, "unix_us,target_bps,estimated_bps,encoder_kbit");
+            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
+                let target: u64 = sink.property("target-bitrate");
+                let estimated: u64 = sink.property("estimated-bitrate");
+                let encoder: u32 = enc.property("bitrate");
+                let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = rates.flush();
+        });
+        Ok(Adaptive {
+            ids,
+            sizes,
+            sampler: Some(sampler),
+            stop,
+        })
+    }
+
+    /// The frame `id` is pushed with this PTS.
+    fn expect(&self, pts: gst::ClockTime, id: u64) {
+        self.ids.lock().unwrap().insert(pts.nseconds(), id);
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(sampler) = self.sampler.take() {
+            let _ = sampler.join();
+        }
+        self.sizes
+            .lock()
+            .unwrap()
+            .flush()
+            .map_err(|e| e.to_string())
+    }
 }

@@ -28,7 +28,18 @@ pub enum System {
     Rtp,
     /// moq-dev's plugin (moq-lite) publishing to a moq-relay at the sender's address.
     MoqGst,
+    /// Ours with the encoder in the loop: the reference pictures are encoded live by an
+    /// x264enc whose bitrate moqsink drives (`rate-control=encoder`), skip-gops delivery,
+    /// with this QUIC congestion controller.
+    Adaptive {
+        congestion: &'static str,
+    },
 }
+
+/// Encoder settings of the adaptive systems (kbit/s): start, floor and ceiling.
+pub const ADAPTIVE_START_KBIT: u32 = 600;
+pub const ADAPTIVE_MIN_KBIT: u32 = 150;
+pub const ADAPTIVE_MAX_KBIT: u32 = 1200;
 
 /// How a system's media crosses the link emulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,13 +77,27 @@ impl System {
             .collect()
     }
 
+    /// Ours with rate adaptation, per congestion controller worth comparing.
+    pub fn adaptive() -> Vec<System> {
+        ["cubic", "delay"]
+            .into_iter()
+            .map(|congestion| System::Adaptive { congestion })
+            .collect()
+    }
+
     /// Everything compared on the congested profiles.
     pub fn all() -> Vec<System> {
         let mut all = System::ours();
+        all.extend(System::adaptive());
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
         all.push(System::Rtp);
         all
+    }
+
+    /// The encoder is in the loop: the sender re-encodes the reference pictures live.
+    pub fn is_adaptive(&self) -> bool {
+        matches!(self, System::Adaptive { .. })
     }
 
     /// Compared on the loss × RTT grid (partial reliability).
@@ -104,6 +129,10 @@ impl System {
             System::Srt { latency_ms } => format!("srt-{latency_ms}ms"),
             System::Rtp => "rtp-udp".into(),
             System::MoqGst => "moq-gst".into(),
+            System::Adaptive {
+                congestion: "cubic",
+            } => "moq-adaptive".into(),
+            System::Adaptive { congestion } => format!("moq-adaptive-{congestion}"),
         }
     }
 
@@ -151,6 +180,21 @@ impl System {
                 at.sender,
                 moq_gst::BROADCAST
             ),
+            // The reference is decoded, then encoded again live at the rate moqsink sets.
+            // `raw` and `tagger` are where the sender logs availability and tags frames.
+            // A live encoder is tuned for latency: no B frames, no lookahead.
+            System::Adaptive { congestion } => format!(
+                "h264parse ! avdec_h264 max-threads=1 ! identity name=raw \
+                 ! x264enc name=enc bitrate={ADAPTIVE_START_KBIT} tune=zerolatency key-int-max=15 \
+                 speed-preset=veryfast option-string=scenecut=0 ! h264parse ! identity name=tagger \
+                 ! moqsink name=sink listen={} delivery=skip-gops congestion-control={congestion} \
+                 rate-control=encoder target-start-bitrate={} target-min-bitrate={} target-max-bitrate={} \
+                 tls-cert-file={cert} tls-key-file={key} sync=false",
+                at.sender,
+                ADAPTIVE_START_KBIT * 1000,
+                ADAPTIVE_MIN_KBIT * 1000,
+                ADAPTIVE_MAX_KBIT * 1000,
+            ),
         }
     }
 
@@ -161,6 +205,10 @@ impl System {
         match self {
             System::Moq { skip_forward, .. } => format!(
                 "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} timeout=20",
+                at.receiver, at.fingerprint
+            ),
+            System::Adaptive { .. } => format!(
+                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true timeout=20",
                 at.receiver, at.fingerprint
             ),
             System::Srt { latency_ms } => format!(
@@ -199,6 +247,6 @@ mod tests {
         let mut names: Vec<_> = all.iter().map(System::name).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 11);
     }
 }

@@ -1,5 +1,6 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,13 +16,16 @@ use moq_session::blocking::Canceller;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
     Broadcast, EVENT_QUEUE, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server, ServerEvent,
-    ServerLimits,
+    ServerLimits, SessionConfig,
 };
 use tokio::sync::mpsc;
 
-use super::Delivery;
+use super::adapt::{self, Adaptation, Target};
+use super::encoder::Encoder;
 use super::publisher::{AuTiming, Dropped, ENHANCEMENT_MAX_AGE, Publisher, StreamParams};
+use super::{CongestionControl, Delivery, RateControl, RatePolicy};
 use crate::RUNTIME;
+use moq_media::rate_control::RateConfig;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -42,6 +46,14 @@ const DEFAULT_MAX_BACKLOG_MS: u32 = 3000;
 const DEFAULT_SUBSCRIBER_TIMEOUT_S: u32 = 10;
 /// Malformed access units are reported on the bus at most this often (with a count).
 const MALFORMED_REPORT_INTERVAL: Duration = Duration::from_secs(10);
+const DEFAULT_TARGET_MIN: u32 = 150_000;
+const DEFAULT_TARGET_MAX: u32 = 2_000_000;
+/// Start without a `target-start-bitrate` nor an encoder to read one from.
+const FALLBACK_TARGET_START: u64 = 1_000_000;
+/// How often the path estimates are read and the target updated.
+const ADAPT_INTERVAL: Duration = Duration::from_millis(100);
+/// `estimated-bitrate` notifies when it moves by more than this share.
+const NOTIFY_CHANGE: f64 = 0.02;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -60,6 +72,13 @@ struct Settings {
     max_subscribers: u32,
     max_backlog_ms: u32,
     subscriber_timeout_s: u32,
+    congestion: CongestionControl,
+    rate_control: RateControl,
+    rate_policy: RatePolicy,
+    target_min: u32,
+    target_max: u32,
+    /// 0: the encoder's own bitrate.
+    target_start: u32,
 }
 
 impl Settings {
@@ -88,6 +107,12 @@ impl Default for Settings {
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
             max_backlog_ms: DEFAULT_MAX_BACKLOG_MS,
             subscriber_timeout_s: DEFAULT_SUBSCRIBER_TIMEOUT_S,
+            congestion: CongestionControl::default(),
+            rate_control: RateControl::default(),
+            rate_policy: RatePolicy::default(),
+            target_min: DEFAULT_TARGET_MIN,
+            target_max: DEFAULT_TARGET_MAX,
+            target_start: 0,
         }
     }
 }
@@ -108,6 +133,12 @@ struct Started {
     /// Synthesised timestamps when buffers carry none.
     next_fallback_pts: u64,
     malformed: MalformedReports,
+    /// With `rate-control=encoder`.
+    adaptation: Option<Adaptation>,
+    encoder: Option<Encoder>,
+    warned_no_encoder: bool,
+    rate_policy: RatePolicy,
+    adapting: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Malformed access units, reported on the bus without flooding it: the first at once,
@@ -140,6 +171,10 @@ pub struct MoqSink {
     identity: Mutex<Option<Arc<ServerIdentity>>>,
     state: Mutex<Option<Started>>,
     canceller: Canceller,
+    /// The subscribers' delivery rate under the rate policy, bit/s (0: unknown).
+    estimated_bps: AtomicU64,
+    /// The encoder target last set, bit/s (0: none).
+    target_bps: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -219,12 +254,14 @@ impl MoqSink {
                 url.to_string(),
                 events_rx,
             ));
+            let config = SessionConfig {
+                publish: Some(broadcast.clone()),
+                limits: settings.publish_limits(),
+                congestion: settings.congestion.into(),
+                path: None,
+            };
             return Ok(Link::Relay(RelayPublisher::start(
-                url,
-                trust,
-                broadcast.clone(),
-                settings.publish_limits(),
-                events_tx,
+                url, trust, config, events_tx,
             )));
         }
         let addr: SocketAddr = settings
@@ -246,6 +283,7 @@ impl MoqSink {
         let limits = ServerLimits {
             max_sessions: settings.max_subscribers as usize,
             publish: settings.publish_limits(),
+            congestion: settings.congestion.into(),
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
@@ -350,6 +388,132 @@ impl MoqSink {
         }
     }
 
+    /// Reads the paths, updates `estimated-bitrate` and, with `rate-control=encoder`, the
+    /// encoder's target. False once the element stopped.
+    fn adapt_once(&self) -> bool {
+        let (sessions, policy) = {
+            let state = lock(&self.state);
+            let Some(started) = state.as_ref() else {
+                return false;
+            };
+            let sessions = match &started.link {
+                Link::Listen(server) => server.sessions(),
+                Link::Relay(relay) => relay.session().into_iter().collect(),
+            };
+            (sessions, started.rate_policy)
+        };
+        let reports: Vec<_> = sessions
+            .iter()
+            .filter_map(|s| s.path_estimate())
+            .map(|e| adapt::path_report(&e))
+            .collect();
+        let estimated = adapt::combined_rate(&reports, policy.into()).unwrap_or(0);
+        let previous = self.estimated_bps.swap(estimated, Ordering::Relaxed);
+        let moved = (estimated as f64 - previous as f64).abs() > NOTIFY_CHANGE * previous as f64;
+        if moved || (previous == 0) != (estimated == 0) {
+            self.obj().notify("estimated-bitrate");
+        }
+        let target = lock(&self.state)
+            .as_mut()
+            .and_then(|s| s.adaptation.as_mut())
+            .and_then(|a| a.update(unix_now_us(), &reports));
+        if let Some(target) = target {
+            self.apply_target(target);
+        }
+        true
+    }
+
+    /// The encoder upstream, found once; a warning the first time there is none.
+    fn encoder(&self) -> Option<Encoder> {
+        let mut state = lock(&self.state);
+        let started = state.as_mut()?;
+        if started.encoder.is_none() {
+            started.encoder = self
+                .obj()
+                .static_pad("sink")
+                .and_then(|pad| Encoder::find_upstream(&pad));
+        }
+        if started.encoder.is_none() && !std::mem::replace(&mut started.warned_no_encoder, true) {
+            drop(state);
+            gst::element_imp_warning!(
+                self,
+                gst::CoreError::NotImplemented,
+                ("rate-control=encoder: no encoder with a bitrate property upstream; the target is only posted as moq-target-bitrate")
+            );
+            return None;
+        }
+        started.encoder.clone()
+    }
+
+    /// Sets the encoder to `target` and tells the application.
+    fn apply_target(&self, target: Target) {
+        self.target_bps.store(target.bitrate, Ordering::Relaxed);
+        let encoder = self.encoder();
+        if let Some(encoder) = &encoder {
+            encoder.set_bitrate(target.bitrate);
+        }
+        gst::debug!(
+            CAT,
+            imp = self,
+            "target {} bit/s ({}), encoder {:?}",
+            target.bitrate,
+            target.reason,
+            encoder.as_ref().map(Encoder::name)
+        );
+        self.post_message(
+            "moq-target-bitrate",
+            &[
+                ("bitrate", &target.bitrate),
+                (
+                    "estimated-bitrate",
+                    &self.estimated_bps.load(Ordering::Relaxed),
+                ),
+                ("reason", &target.reason),
+                (
+                    "encoder",
+                    &encoder.as_ref().map(Encoder::name).unwrap_or_default(),
+                ),
+            ],
+        );
+        self.obj().notify("target-bitrate");
+    }
+
+    /// The rate controller for `settings`, and the encoder set to its start.
+    fn start_adaptation(&self, settings: &Settings) -> Option<(Adaptation, Option<Encoder>)> {
+        if settings.rate_control != RateControl::Encoder {
+            return None;
+        }
+        let encoder = self
+            .obj()
+            .static_pad("sink")
+            .and_then(|pad| Encoder::find_upstream(&pad));
+        let start = match settings.target_start {
+            0 => encoder
+                .as_ref()
+                .and_then(Encoder::bitrate)
+                .unwrap_or(FALLBACK_TARGET_START),
+            start => u64::from(start),
+        };
+        let adaptation = Adaptation::new(RateConfig {
+            min_bps: settings.target_min.into(),
+            max_bps: settings.target_max.into(),
+            start_bps: start,
+            policy: settings.rate_policy.into(),
+        });
+        let start = adaptation.target_bps();
+        if let Some(encoder) = &encoder {
+            encoder.set_bitrate(start);
+            gst::info!(
+                CAT,
+                imp = self,
+                "driving {} from {start} bit/s",
+                encoder.name()
+            );
+        }
+        self.target_bps.store(start, Ordering::Relaxed);
+        Some((adaptation, encoder))
+    }
+
     fn stats(&self) -> gst::Structure {
         let state = lock(&self.state);
         let mut s = gst::Structure::builder("moqsink-stats");
@@ -381,7 +545,36 @@ impl MoqSink {
                 .field(format!("{layer}-groups-missed"), t.groups_missed)
                 .field(format!("{layer}-streams-reset"), t.streams_reset);
         }
-        s.build()
+        let sessions = match &started.link {
+            Link::Listen(server) => server.sessions(),
+            Link::Relay(relay) => relay.session().into_iter().collect(),
+        };
+        drop(state);
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let per_session: Vec<gst::Structure> = sessions
+            .iter()
+            .map(|session| {
+                let path = session.path_stats();
+                let estimate = session.path_estimate().unwrap_or_default();
+                gst::Structure::builder("moqsink-session")
+                    .field("address", session.remote_address().to_string())
+                    .field("rtt-ms", ms(path.rtt))
+                    .field("min-rtt-ms", estimate.min_rtt.map_or(-1.0, ms))
+                    .field("queue-delay-ms", ms(estimate.queue_delay))
+                    .field("cwnd", path.cwnd)
+                    .field("lost-packets", path.lost_packets)
+                    .field("estimated-bitrate", estimate.delivery_rate.unwrap_or(0))
+                    .field("loss-rate", estimate.loss_rate)
+                    .build()
+            })
+            .collect();
+        s.field(
+            "estimated-bitrate",
+            self.estimated_bps.load(Ordering::Relaxed),
+        )
+        .field("target-bitrate", self.target_bps.load(Ordering::Relaxed))
+        .field("sessions", gst::Array::new(per_session))
+        .build()
     }
 
     fn drain(&self) {
@@ -507,6 +700,51 @@ impl ObjectImpl for MoqSink {
                     .default_value(DEFAULT_MAX_BACKLOG_MS)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("congestion-control", CongestionControl::default())
+                    .nick("Congestion control")
+                    .blurb("QUIC congestion controller toward subscribers (or the relay): cubic fills the bottleneck queue before backing off; delay keeps it near 40 ms")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("rate-control", RateControl::default())
+                    .nick("Rate control")
+                    .blurb("encoder: set the upstream encoder's bitrate from the subscribers' path estimate (cut at once, rise gradually), and post moq-target-bitrate; none: leave it alone")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("rate-policy", RatePolicy::default())
+                    .nick("Rate policy")
+                    .blurb("Which subscriber's path sets the target when there are several: the slowest, or the median one (slower ones rely on skip-forward)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("target-min-bitrate")
+                    .nick("Minimum target bitrate")
+                    .blurb("bit/s: rate control never sets the encoder below this")
+                    .minimum(10_000)
+                    .default_value(DEFAULT_TARGET_MIN)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("target-max-bitrate")
+                    .nick("Maximum target bitrate")
+                    .blurb("bit/s: rate control never sets the encoder above this")
+                    .minimum(10_000)
+                    .default_value(DEFAULT_TARGET_MAX)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("target-start-bitrate")
+                    .nick("Start target bitrate")
+                    .blurb("bit/s: the encoder's bitrate at start with rate-control=encoder; 0 keeps the encoder's own")
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt64::builder("estimated-bitrate")
+                    .nick("Estimated bitrate")
+                    .blurb("bit/s the subscribers' paths deliver, as the rate policy combines them (0: not measured yet); notifies when it changes")
+                    .read_only()
+                    .build(),
+                glib::ParamSpecUInt64::builder("target-bitrate")
+                    .nick("Target bitrate")
+                    .blurb("bit/s last set on the encoder by rate control (0: none); notifies when it changes")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecUInt::builder("subscriber-timeout")
                     .nick("Subscriber timeout")
                     .blurb("Seconds a subscriber may take no data at all (it does not read) before it is disconnected")
@@ -554,6 +792,12 @@ impl ObjectImpl for MoqSink {
             "subscriber-timeout" => {
                 settings.subscriber_timeout_s = value.get().unwrap_or(DEFAULT_SUBSCRIBER_TIMEOUT_S)
             }
+            "congestion-control" => settings.congestion = value.get().unwrap_or_default(),
+            "rate-control" => settings.rate_control = value.get().unwrap_or_default(),
+            "rate-policy" => settings.rate_policy = value.get().unwrap_or_default(),
+            "target-min-bitrate" => settings.target_min = value.get().unwrap_or(DEFAULT_TARGET_MIN),
+            "target-max-bitrate" => settings.target_max = value.get().unwrap_or(DEFAULT_TARGET_MAX),
+            "target-start-bitrate" => settings.target_start = value.get().unwrap_or_default(),
             other => unreachable!("unknown property {other}"),
         }
         drop(settings);
@@ -581,6 +825,14 @@ impl ObjectImpl for MoqSink {
             "max-subscribers" => settings.max_subscribers.to_value(),
             "max-backlog" => settings.max_backlog_ms.to_value(),
             "subscriber-timeout" => settings.subscriber_timeout_s.to_value(),
+            "congestion-control" => settings.congestion.to_value(),
+            "rate-control" => settings.rate_control.to_value(),
+            "rate-policy" => settings.rate_policy.to_value(),
+            "target-min-bitrate" => settings.target_min.to_value(),
+            "target-max-bitrate" => settings.target_max.to_value(),
+            "target-start-bitrate" => settings.target_start.to_value(),
+            "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
+            "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
             "tls-fingerprint" if settings.url.is_some() => settings.relay_fingerprint.to_value(),
             "tls-fingerprint" => match self.identity() {
                 Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
@@ -646,6 +898,9 @@ impl BaseSinkImpl for MoqSink {
             RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
         }
         let link = self.start_link(&settings, &broadcast)?;
+        self.estimated_bps.store(0, Ordering::Relaxed);
+        self.target_bps.store(0, Ordering::Relaxed);
+        let (adaptation, encoder) = self.start_adaptation(&settings).unzip();
         *lock(&self.state) = Some(Started {
             link,
             broadcast,
@@ -653,12 +908,24 @@ impl BaseSinkImpl for MoqSink {
             warned_no_keyframe: false,
             next_fallback_pts: 0,
             malformed: MalformedReports::default(),
+            adaptation,
+            encoder: encoder.flatten(),
+            warned_no_encoder: false,
+            rate_policy: settings.rate_policy,
+            adapting: None,
         });
+        let adapting = RUNTIME.spawn(adapt_loop(self.obj().downgrade()));
+        if let Some(started) = lock(&self.state).as_mut() {
+            started.adapting = Some(adapting);
+        }
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         if let Some(started) = lock(&self.state).take() {
+            if let Some(adapting) = &started.adapting {
+                adapting.abort();
+            }
             started.broadcast.finish();
             if let Link::Listen(server) = &started.link {
                 server.close();
@@ -787,6 +1054,21 @@ impl BaseSinkImpl for MoqSink {
     fn unlock_stop(&self) -> Result<(), gst::ErrorMessage> {
         self.canceller.reset();
         Ok(())
+    }
+}
+
+/// Reads the path estimates and adapts the rate until the element stops.
+async fn adapt_loop(element: glib::WeakRef<super::MoqSink>) {
+    let mut tick = tokio::time::interval(ADAPT_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(element) = element.upgrade() else {
+            return;
+        };
+        if !element.imp().adapt_once() {
+            return;
+        }
     }
 }
 

@@ -13,6 +13,8 @@
 use gst::glib;
 use gst::prelude::*;
 
+mod adapt;
+mod encoder;
 mod imp;
 mod publisher;
 
@@ -42,6 +44,85 @@ pub enum Delivery {
         nick = "combined"
     )]
     Combined = 3,
+}
+
+/// The QUIC congestion controller (the `congestion-control` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSinkCongestionControl")]
+pub enum CongestionControl {
+    #[default]
+    #[enum_value(
+        name = "CUBIC: grows until loss, so it fills a drop-tail bottleneck queue",
+        nick = "cubic"
+    )]
+    Cubic = 0,
+    #[enum_value(
+        name = "NewReno: halves on loss, grows a packet per round trip",
+        nick = "newreno"
+    )]
+    NewReno = 1,
+    #[enum_value(
+        name = "BBR (quinn's, experimental): paces at the measured bandwidth",
+        nick = "bbr"
+    )]
+    Bbr = 2,
+    #[enum_value(
+        name = "Delay: a window of the measured rate times the minimum RTT plus 40 ms, cut when the queue grows past that",
+        nick = "delay"
+    )]
+    Delay = 3,
+}
+
+/// Whether moqsink drives the encoder's bitrate (the `rate-control` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSinkRateControl")]
+pub enum RateControl {
+    #[default]
+    #[enum_value(name = "None: the encoder's bitrate is left alone", nick = "none")]
+    None = 0,
+    #[enum_value(
+        name = "Encoder: set the upstream encoder's bitrate from the path estimate, and post moq-target-bitrate",
+        nick = "encoder"
+    )]
+    Encoder = 1,
+}
+
+/// How several subscribers' paths make one target (the `rate-policy` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSinkRatePolicy")]
+pub enum RatePolicy {
+    #[default]
+    #[enum_value(name = "Minimum: the slowest subscriber's path", nick = "minimum")]
+    Minimum = 0,
+    #[enum_value(
+        name = "Median: the median subscriber's path; slower ones rely on skip-forward",
+        nick = "median"
+    )]
+    Median = 1,
+}
+
+impl From<RatePolicy> for moq_media::rate_control::RatePolicy {
+    fn from(p: RatePolicy) -> Self {
+        match p {
+            RatePolicy::Minimum => moq_media::rate_control::RatePolicy::Minimum,
+            RatePolicy::Median => moq_media::rate_control::RatePolicy::Median,
+        }
+    }
+}
+
+impl From<CongestionControl> for moq_session::congestion::CongestionControl {
+    fn from(c: CongestionControl) -> Self {
+        use moq_session::congestion::CongestionControl as C;
+        match c {
+            CongestionControl::Cubic => C::Cubic,
+            CongestionControl::NewReno => C::NewReno,
+            CongestionControl::Bbr => C::Bbr,
+            CongestionControl::Delay => C::Delay,
+        }
+    }
 }
 
 impl From<Delivery> for moq_media::DeliveryMode {

@@ -1,0 +1,105 @@
+//! Rate adaptation: the subscribers' path estimates, combined by the rate policy, drive
+//! the encoder's bitrate. Free of the element: it is told the estimates and the time and
+//! says what to set; the element finds the encoder and posts the messages.
+
+use moq_media::rate_control::{Change, PathReport, RateConfig, RateController, RatePolicy};
+use moq_session::estimate::PathEstimate;
+
+/// The path report the rate controller reads, from a session's estimate.
+pub fn path_report(estimate: &PathEstimate) -> PathReport {
+    let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    PathReport {
+        delivery_bps: estimate.delivery_rate,
+        sample_age_us: estimate.path_sample_age.map(us),
+        // The smallest recent delay: a keyframe's own burst is not a standing queue.
+        queue_delay_us: estimate
+            .standing_queue_delay
+            .map_or_else(|| us(estimate.queue_delay), us),
+        loss_rate: estimate.loss_rate,
+        acked_bps: estimate.acked_rate,
+    }
+}
+
+/// The subscribers' delivery rate as the policy sees it (the slowest, or the median), bit/s.
+pub fn combined_rate(reports: &[PathReport], policy: RatePolicy) -> Option<u64> {
+    let mut rates: Vec<u64> = reports.iter().filter_map(|r| r.delivery_bps).collect();
+    rates.sort_unstable();
+    match policy {
+        RatePolicy::Minimum => rates.first().copied(),
+        RatePolicy::Median => rates.get(rates.len().checked_sub(1)? / 2).copied(),
+    }
+}
+
+/// A new target for the encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub bitrate: u64,
+    pub reason: &'static str,
+}
+
+/// The rate loop's state while the element runs with `rate-control=encoder`.
+#[derive(Debug)]
+pub struct Adaptation {
+    controller: RateController,
+}
+
+impl Adaptation {
+    pub fn new(config: RateConfig) -> Adaptation {
+        Adaptation {
+            controller: RateController::new(config),
+        }
+    }
+
+    pub fn target_bps(&self) -> u64 {
+        self.controller.target_bps()
+    }
+
+    /// The target for the paths' reports at `now_us`, when it changed.
+    pub fn update(&mut self, now_us: u64, reports: &[PathReport]) -> Option<Target> {
+        let (bitrate, change) = self.controller.update(now_us, reports)?;
+        Some(Target {
+            bitrate,
+            reason: match change {
+                Change::Cut => "cut",
+                Change::Rise => "rise",
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_standing_queue_is_the_delay_that_counts() {
+        let estimate = PathEstimate {
+            delivery_rate: Some(500_000),
+            queue_delay: Duration::from_millis(120),
+            standing_queue_delay: Some(Duration::from_millis(8)),
+            path_sample_age: Some(Duration::from_millis(300)),
+            ..PathEstimate::default()
+        };
+        let r = path_report(&estimate);
+        assert_eq!(r.queue_delay_us, 8_000);
+        assert_eq!(r.sample_age_us, Some(300_000));
+        let without = PathEstimate {
+            standing_queue_delay: None,
+            ..estimate
+        };
+        assert_eq!(path_report(&without).queue_delay_us, 120_000);
+    }
+
+    #[test]
+    fn the_policy_combines_the_paths() {
+        let at = |kbit: u64| PathReport {
+            delivery_bps: Some(kbit * 1000),
+            ..PathReport::default()
+        };
+        let paths = [at(900), at(300), PathReport::default(), at(1000)];
+        assert_eq!(combined_rate(&paths, RatePolicy::Minimum), Some(300_000));
+        assert_eq!(combined_rate(&paths, RatePolicy::Median), Some(900_000));
+        assert_eq!(combined_rate(&[], RatePolicy::Median), None);
+    }
+}

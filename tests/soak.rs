@@ -35,7 +35,7 @@ fn soak_binary() -> PathBuf {
 fn stalled_subscriber_leaves_sender_memory_bounded_and_healthy_subscriber_fed() {
     let opts = StalledOptions {
         delivery: "baseline".into(),
-        seconds: 100,
+        seconds: 110,
         warmup: 20,
         max_rss_growth_mb: 40.0,
         min_healthy_pct: 95.0,
@@ -71,8 +71,8 @@ fn stalled_subscriber_leaves_sender_memory_bounded_and_healthy_subscriber_fed() 
 fn paused_receiver_keeps_memory_bounded_and_resumes_at_the_live_edge() {
     let opts = PausedOptions {
         play_seconds: 10,
-        pause_seconds: 45,
-        after_seconds: 10,
+        pause_seconds: 60,
+        after_seconds: 15,
         max_rss_growth_mb: 20.0,
         ..PausedOptions::new(soak_binary())
     };
@@ -102,8 +102,8 @@ fn paused_receiver_keeps_memory_bounded_and_resumes_at_the_live_edge() {
 #[test]
 fn subscriber_churn_leaves_sender_memory_bounded_and_continuous_subscriber_whole() {
     let opts = ChurnOptions {
-        cycles: 400,
-        warmup_cycles: 100,
+        cycles: 500,
+        warmup_cycles: 150,
         max_seconds: 300,
         max_rss_growth_mb: 15.0,
         ..ChurnOptions::new(soak_binary())

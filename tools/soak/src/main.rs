@@ -18,12 +18,13 @@ use moq_soak::{media, roles};
 
 const USAGE: &str = "usage:
   moq-soak run stalled-subscriber [--seconds S] [--delivery MODE] [--warmup S] [--reconnect]
-                                  [--moqsink-props \"K=V ...\"] [--max-rss-growth-mb MB]
-                                  [--min-healthy-pct P]
+                                  [--no-peer] [--moqsink-props \"K=V ...\"]
+                                  [--max-rss-growth-mb MB] [--min-healthy-pct P]
       A subscriber that subscribes and never reads any data stream, for S seconds (default
       600), beside a healthy moqsrc subscriber. The sender runs with subscriber-timeout=3600
       so the backlog budget alone bounds its memory; --reconnect keeps the default timeout
-      and makes the peer come back and stall again after every disconnect. MODE: baseline
+      and makes the peer come back and stall again after every disconnect; --no-peer is the
+      same run without the stalled peer, for comparison. MODE: baseline
       (default), deprioritize-b, skip-gops, combined. Bounds: sender RSS growth after the
       warm-up (default 20 s) < 20 MB, healthy subscriber keeps >= 99% of the frames.
 
@@ -36,10 +37,10 @@ const USAGE: &str = "usage:
       (the live edge), output within 5000 ms of PLAY.
 
   moq-soak run churn [--cycles N] [--warmup-cycles N] [--concurrency N] [--seconds S]
-                     [--max-rss-growth-mb MB]
+                     [--warmup S] [--max-rss-growth-mb MB]
       N (default 1000) connect / subscribe catalog+video / take one object / drop cycles,
-      4 at a time, after 200 warm-up cycles, beside a continuous moqsrc subscriber; S caps
-      the time they may take (default 1800). Bounds: sender RSS growth over the baseline
+      4 at a time, after 10 s of streaming (--warmup) and 200 warm-up cycles, beside a
+      continuous moqsrc subscriber; S caps the time they may take (default 1800). Bounds: sender RSS growth over the baseline
       taken after the warm-up cycles < 5 MB; the continuous subscriber loses no frame.
 
   moq-soak send [--port P] [--moqsink-props \"K=V ...\"]
@@ -49,7 +50,9 @@ const USAGE: &str = "usage:
       line-based reports on stdout and stop when stdin closes.
 
 Figures: RSS is VmRSS in MB (10^6 bytes). Exit code: 0 all bounds held, 1 a bound was
-violated, 2 the run failed.";
+violated, 2 the run failed. MOQ_SOAK_SENDER_WRAPPER=\"heaptrack -o FILE\" (for example)
+starts the sender under that command, to look into its heap (RSS figures are then the
+wrapper's).";
 
 /// Command-line options as `--name value` pairs and `--flag`s.
 struct Args {
@@ -142,6 +145,7 @@ fn run(mut words: Vec<String>) -> Result<Outcome, String> {
                         delivery: args.parsed("--delivery", d.delivery.clone())?,
                         warmup: args.parsed("--warmup", d.warmup)?,
                         reconnect: args.flag("--reconnect"),
+                        no_peer: args.flag("--no-peer"),
                         moqsink_props: args.parsed("--moqsink-props", d.moqsink_props.clone())?,
                         max_rss_growth_mb: args
                             .parsed("--max-rss-growth-mb", d.max_rss_growth_mb)?,
@@ -174,6 +178,7 @@ fn run(mut words: Vec<String>) -> Result<Outcome, String> {
                         cycles: args.parsed("--cycles", d.cycles)?,
                         warmup_cycles: args.parsed("--warmup-cycles", d.warmup_cycles)?,
                         concurrency: args.parsed("--concurrency", d.concurrency)?,
+                        warmup: args.parsed("--warmup", d.warmup)?,
                         max_seconds: args.parsed("--seconds", d.max_seconds)?,
                         max_rss_growth_mb: args
                             .parsed("--max-rss-growth-mb", d.max_rss_growth_mb)?,

@@ -236,7 +236,19 @@ impl SenderProc {
             "--moqsink-props".into(),
             moqsink_props.into(),
         ];
-        let mut child = Child::spawn("sender", exe, &args)?;
+        // A wrapper (e.g. `heaptrack -o /tmp/sender`) for looking into the sender's heap;
+        // the RSS figures are then the wrapper's, not the sender's.
+        let mut child = match std::env::var("MOQ_SOAK_SENDER_WRAPPER") {
+            Ok(wrapper) if !wrapper.trim().is_empty() => {
+                let mut words = wrapper.split_whitespace().map(String::from);
+                let program = words.next().unwrap_or_default();
+                let mut all: Vec<String> = words.collect();
+                all.push(exe.display().to_string());
+                all.extend(args);
+                Child::spawn("sender", Path::new(&program), &all)?
+            }
+            _ => Child::spawn("sender", exe, &args)?,
+        };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

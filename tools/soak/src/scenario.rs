@@ -95,6 +95,9 @@ pub struct StalledOptions {
     /// stalls again. Otherwise `subscriber-timeout=3600`, so the backlog budget alone must
     /// bound the memory.
     pub reconnect: bool,
+    /// No stalled peer at all: the same run as a control, to tell what the stalled peer
+    /// costs from what the sender's memory does anyway.
+    pub no_peer: bool,
     /// More moqsink properties (`key=value ...`).
     pub moqsink_props: String,
     pub max_rss_growth_mb: f64,
@@ -109,6 +112,7 @@ impl StalledOptions {
             seconds: 600,
             warmup: 20,
             reconnect: false,
+            no_peer: false,
             moqsink_props: String::new(),
             max_rss_growth_mb: 20.0,
             min_healthy_pct: 99.0,
@@ -120,6 +124,7 @@ impl StalledOptions {
 pub struct StalledReport {
     pub delivery: String,
     pub reconnect: bool,
+    pub no_peer: bool,
     pub seconds: f64,
     pub sender_kbit: Option<f64>,
     pub rss_start_kib: u64,
@@ -146,13 +151,14 @@ impl StalledReport {
 
     pub fn summary(&self) -> String {
         format!(
-            "summary stalled-subscriber delivery={} timeout={} seconds={:.0} sender_kbit_s={} \
+            "summary stalled-subscriber delivery={} timeout={} peer={} seconds={:.0} sender_kbit_s={} \
              sender_rss_start_mb={:.1} sender_rss_warmup_mb={:.1} sender_rss_max_mb={:.1} \
              sender_rss_end_mb={:.1} sender_rss_growth_mb={:.1} healthy_kept_pct={:.2} \
              healthy_received={} healthy_expected={} healthy_gaps={} stalls={} disconnects={} \
              peer_failures={} groups_over_budget={} streams_reset={} result={}",
             self.delivery,
             if self.reconnect { "default" } else { "3600" },
+            if self.no_peer { "none" } else { "stalled" },
             self.seconds,
             self.sender_kbit.map_or("-".into(), |k| format!("{k:.0}")),
             mb(self.rss_start_kib),
@@ -200,7 +206,9 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     println!(
         "== stalled-subscriber: delivery={} {} for {} s (moqsink {props})",
         opts.delivery,
-        if opts.reconnect {
+        if opts.no_peer {
+            "no stalled peer (control run)"
+        } else if opts.reconnect {
             "peer reconnects after every disconnect"
         } else {
             "peer stays connected"
@@ -219,15 +227,17 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     let rt = runtime()?;
     let counters = Arc::new(StallCounters::default());
     let (stop_tx, stop) = watch::channel(false);
-    let peer = rt.spawn(clients::stall(
-        sender.url(),
-        tracks,
-        opts.reconnect,
-        counters.clone(),
-        stop,
-    ));
+    let peer = (!opts.no_peer).then(|| {
+        rt.spawn(clients::stall(
+            sender.url(),
+            tracks,
+            opts.reconnect,
+            counters.clone(),
+            stop,
+        ))
+    });
     let deadline = Instant::now() + START_TIMEOUT;
-    while counters.stalls.load(Ordering::Relaxed) == 0 {
+    while peer.is_some() && counters.stalls.load(Ordering::Relaxed) == 0 {
         if Instant::now() > deadline {
             return Err(format!(
                 "stalled peer: never subscribed: {}",
@@ -279,7 +289,9 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     sender.poll()?;
     let rss_end = rss.sample_now().ok_or("sender exited")?;
     let _ = stop_tx.send(true);
-    let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), peer).await });
+    if let Some(peer) = peer {
+        let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), peer).await });
+    }
     let healthy_c =
         healthy(&watcher, &sender, finished).ok_or("no sender count to compare with")?;
     let log = watcher.stop();
@@ -311,6 +323,7 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     let report = StalledReport {
         delivery: opts.delivery.clone(),
         reconnect: opts.reconnect,
+        no_peer: opts.no_peer,
         seconds: finished.duration_since(start).as_secs_f64(),
         sender_kbit: sender.kbit_per_s(),
         rss_start_kib: rss_start,

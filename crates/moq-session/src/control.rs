@@ -5,7 +5,7 @@ use moq_wire::draft14::ControlMessage;
 use crate::error::SessionError;
 
 /// Reads whole control messages from the control stream.
-pub(crate) struct ControlReader {
+pub struct ControlReader {
     recv: quinn::RecvStream,
     buf: Vec<u8>,
 }
@@ -18,6 +18,7 @@ impl ControlReader {
         }
     }
 
+    /// The next whole message; an error once the stream ends or a message is malformed.
     pub async fn read(&mut self) -> Result<ControlMessage, SessionError> {
         loop {
             if !self.buf.is_empty() {

@@ -30,6 +30,7 @@ pub mod tls;
 mod track;
 mod url;
 
+pub use control::ControlReader;
 pub use endpoint::{
     EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
 };

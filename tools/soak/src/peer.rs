@@ -4,7 +4,7 @@
 //! floods requests, or breaks the framing).
 
 use moq_session::tls::Trust;
-use moq_session::{MoqUrl, connect_quic, transport_config};
+use moq_session::{ControlReader, MoqUrl, connect_quic, transport_config};
 use moq_wire::draft14::{
     ClientSetup, ControlMessage, FilterType, GroupOrder, Parameters, ServerSetup, Subscribe,
     TrackNamespace, VERSION, setup_param,
@@ -17,8 +17,7 @@ const PEER_RECEIVE_WINDOW: u32 = 256 << 10;
 pub struct RawPeer {
     pub conn: quinn::Connection,
     send: quinn::SendStream,
-    recv: quinn::RecvStream,
-    buf: Vec<u8>,
+    recv: ControlReader,
 }
 
 impl RawPeer {
@@ -38,8 +37,7 @@ impl RawPeer {
         Ok(RawPeer {
             conn,
             send,
-            recv,
-            buf: Vec::new(),
+            recv: ControlReader::new(recv),
         })
     }
 
@@ -57,24 +55,7 @@ impl RawPeer {
 
     /// Reads the next control message.
     pub async fn read(&mut self) -> Result<ControlMessage, String> {
-        loop {
-            if !self.buf.is_empty() {
-                match ControlMessage::decode(&self.buf) {
-                    Ok((msg, used)) => {
-                        self.buf.drain(..used);
-                        return Ok(msg);
-                    }
-                    Err(e) if e.is_incomplete() => {}
-                    Err(e) => return Err(e.to_string()),
-                }
-            }
-            let mut chunk = [0u8; 4096];
-            match self.recv.read(&mut chunk).await {
-                Ok(Some(n)) => self.buf.extend_from_slice(&chunk[..n]),
-                Ok(None) => return Err("control stream finished".into()),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
+        self.recv.read().await.map_err(|e| e.to_string())
     }
 
     /// Runs SETUP: CLIENT_SETUP with `max_request_id` and PATH `path`, then SERVER_SETUP.

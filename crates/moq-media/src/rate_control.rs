@@ -64,7 +64,8 @@ pub struct PathReport {
     pub queue_delay_us: u64,
     /// Fraction of bytes lost recently.
     pub loss_rate: f64,
-    /// Bits per second the path carried recently (acknowledged), for backing off.
+    /// Bits per second the path carried recently (acknowledged): what an overloaded path
+    /// is taken to deliver until its delivery rate is measured.
     pub acked_bps: Option<u64>,
 }
 
@@ -113,8 +114,14 @@ impl RateController {
     fn allowance(&self, path: &PathReport) -> Option<f64> {
         let overloaded = path.queue_delay_us > QUEUE_HIGH_US || path.loss_rate > LOSS_HIGH;
         if overloaded {
-            let carried = path.acked_bps.or(path.delivery_bps)? as f64;
-            return Some(BACKOFF * carried.min(self.target));
+            // Below what the path carries now, so the queue drains; not a share of the
+            // target, so a queue that takes a while to drain does not cut it again and
+            // again.
+            let carried = match (path.delivery_bps, path.acked_bps) {
+                (Some(d), Some(a)) => d.min(a),
+                (d, a) => d.or(a)?,
+            };
+            return Some(BACKOFF * carried as f64);
         }
         let rate = path.delivery_bps? as f64 * HEADROOM;
         let stale = path.sample_age_us.is_none_or(|age| age > STALE_US);
@@ -227,6 +234,14 @@ mod tests {
         let (target, why) = c.update(S, &[p]).unwrap();
         assert_eq!(why, Change::Cut);
         assert_eq!(target, 360_000);
+    }
+
+    #[test]
+    fn a_queue_that_drains_slowly_is_cut_for_once() {
+        let mut c = RateController::new(config());
+        // The queue stays above the threshold for a second while it drains at 500 kbit/s.
+        let trace = run(&mut c, 1.0, 1.0, |_| vec![path(500, 150)]);
+        assert!(trace.iter().all(|(_, bps)| *bps == 400_000), "{trace:?}");
     }
 
     #[test]

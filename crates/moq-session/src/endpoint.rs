@@ -31,6 +31,10 @@ const MEDIA_STREAM_RECEIVE_WINDOW: u32 = 2 << 20;
 /// A peer that only subscribes sends us control messages and nothing else.
 const CONTROL_RECEIVE_WINDOW: u32 = 1 << 20;
 const CONTROL_STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
+/// How long a subscriber may hold the acknowledgement of a lone packet, when it supports
+/// the ACK_FREQUENCY extension (quinn does). QUIC's default, 25 ms, would count as queueing
+/// delay in the path estimate of a live stream whose frames are a packet or two each.
+const MEDIA_ACK_DELAY: Duration = Duration::from_millis(2);
 /// Handshakes a server has under way at once; more wait in the kernel or time out.
 const MAX_INCOMING: usize = 256;
 
@@ -47,9 +51,12 @@ pub fn transport_config(receives_media: bool) -> quinn::TransportConfig {
             .receive_window(MEDIA_RECEIVE_WINDOW.into())
             .stream_receive_window(MEDIA_STREAM_RECEIVE_WINDOW.into());
     } else {
+        let mut acks = quinn::AckFrequencyConfig::default();
+        acks.max_ack_delay(Some(MEDIA_ACK_DELAY));
         t.max_concurrent_uni_streams(16u32.into())
             .receive_window(CONTROL_RECEIVE_WINDOW.into())
-            .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into());
+            .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into())
+            .ack_frequency_config(Some(acks));
     }
     t
 }

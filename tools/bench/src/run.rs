@@ -582,6 +582,12 @@ pub fn sender_file(avail: &Path, what: &str) -> PathBuf {
     avail.with_file_name(name.replace("sender.csv", &format!("{what}.csv")))
 }
 
+/// A PTS relative to the first, in 100 µs units: frames are tens of ms apart, and the
+/// encoder may round its time base.
+fn relative_key(pts: gst::ClockTime, first: gst::ClockTime) -> u64 {
+    (pts.saturating_sub(first).nseconds() + 50_000) / 100_000
+}
+
 type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
 
 /// The instrumentation of an adaptive sender, whose encoder is in the loop: a frame is
@@ -611,25 +617,34 @@ impl Adaptive {
                 .and_then(|e| e.static_pad("src"))
                 .ok_or(format!("adaptive sender: no {name}"))
         };
-        let (raw_ids, raw_log) = (ids.clone(), log.clone());
+        // The encoder moves the timestamps (x264enc starts its output at 1000 h), so the
+        // encoded AU is matched by its PTS relative to the first one on each side.
+        let encoded: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+        let (raw_ids, raw_log, raw_encoded) = (ids.clone(), log.clone(), encoded.clone());
+        let raw_first = std::sync::OnceLock::new();
         pad("raw")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
-            let id = info
-                .buffer()
-                .and_then(|b| b.pts())
-                .and_then(|pts| raw_ids.lock().unwrap().get(&pts.nseconds()).copied());
-            if let Some(id) = id {
+            let Some(pts) = info.buffer().and_then(|b| b.pts()) else {
+                return gst::PadProbeReturn::Ok;
+            };
+            if let Some(id) = raw_ids.lock().unwrap().remove(&pts.nseconds()) {
+                let first = *raw_first.get_or_init(|| pts);
+                let relative = relative_key(pts, first);
+                raw_encoded.lock().unwrap().insert(relative, id);
                 let _ = writeln!(raw_log.lock().unwrap(), "{id},{}", unix_us());
             }
             gst::PadProbeReturn::Ok
         });
-        let (tag_ids, tag_sizes) = (ids.clone(), sizes.clone());
+        let tag_sizes = sizes.clone();
+        let tag_first = std::sync::OnceLock::new();
         pad("tagger")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             let Some(gst::PadProbeData::Buffer(buffer)) = &mut info.data else {
                 return gst::PadProbeReturn::Ok;
             };
-            let id = buffer
-                .pts()
-                .and_then(|pts| tag_ids.lock().unwrap().remove(&pts.nseconds()));
+            let id = buffer.pts().and_then(|pts| {
+                let first = *tag_first.get_or_init(|| pts);
+                let relative = relative_key(pts, first);
+                encoded.lock().unwrap().remove(&relative)
+            });
             let (Some(id), Ok(map)) = (id, buffer.map_readable()) else {
                 return gst::PadProbeReturn::Ok;
             };

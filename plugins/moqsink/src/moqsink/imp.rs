@@ -407,6 +407,7 @@ impl MoqSink {
             .filter_map(|s| s.path_estimate())
             .map(|e| adapt::path_report(&e))
             .collect();
+        gst::trace!(CAT, imp = self, "paths {reports:?}");
         let estimated = adapt::combined_rate(&reports, policy.into()).unwrap_or(0);
         let previous = self.estimated_bps.swap(estimated, Ordering::Relaxed);
         let moved = (estimated as f64 - previous as f64).abs() > NOTIFY_CHANGE * previous as f64;

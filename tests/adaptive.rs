@@ -1,0 +1,227 @@
+//! Rate control: moqsink drives a live x264enc from the subscribers' path estimates,
+//! through `linkem` (generous bounds; the benchmark measures the figures).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use gst::prelude::*;
+
+/// A live stream x264 can actually hold at its target rate: a noise patch over a moving
+/// ball keeps every frame distinct (a plain test pattern undershoots).
+fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
+    let port = free_udp_port();
+    let pipeline = launch(&format!(
+        "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
+         ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
+         ! x264enc name=enc bitrate=800 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
+         ! h264parse ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties} \
+         videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
+         videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1"
+    ));
+    let sink = pipeline.by_name("sink").expect("moqsink");
+    (pipeline, sink, port)
+}
+
+/// A link in front of the sender at `port` following `steps` of (seconds, kbit/s).
+fn link(port: u16, steps: &[(u64, u64)]) -> linkem::Link {
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|(s, kbit)| format!(r#"{{"duration_s": {s}, "rate_kbit": {kbit}}}"#))
+        .collect();
+    let profile = linkem::Profile::from_json_str(&format!(
+        r#"{{"name": "steps", "queue_bytes": 60000, "steps": [{}]}}"#,
+        steps.join(",")
+    ))
+    .expect("a valid profile");
+    linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], port)),
+        downstream: Some(profile),
+        upstream: None,
+        seed: 7,
+        log: None,
+    })
+    .expect("link starts")
+}
+
+/// The encoder's bitrate (kbit/s) sampled every 250 ms by a background thread.
+fn sample_bitrate(encoder: gst::Element) -> Arc<Mutex<Vec<(f64, u32)>>> {
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let record = samples.clone();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        while Arc::strong_count(&record) > 1 {
+            let kbit: u32 = encoder.property("bitrate");
+            record
+                .lock()
+                .unwrap()
+                .push((started.elapsed().as_secs_f64(), kbit));
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    });
+    samples
+}
+
+/// When (s) the bitrate first satisfied `ok`, after `from` s.
+fn first_time(samples: &[(f64, u32)], from: f64, ok: impl Fn(u32) -> bool) -> Option<f64> {
+    samples
+        .iter()
+        .find(|(t, kbit)| *t >= from && ok(*kbit))
+        .map(|(t, _)| *t)
+}
+
+const RATE_CONTROL: &str = "rate-control=encoder target-min-bitrate=150000 \
+    target-max-bitrate=1200000 target-start-bitrate=800000";
+
+#[test]
+fn the_encoder_follows_a_slow_link_down_and_back_up() {
+    let (sender, sink, port) = sender(RATE_CONTROL);
+    let fingerprint: String = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let link = link(port, &[(25, 400), (35, 1200)]);
+    let samples = sample_bitrate(sender.by_name("enc").unwrap());
+    sender.set_state(gst::State::Playing).expect("sender plays");
+    let receiver = Receiver::start(&format!(
+        "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+        link.local_addr()
+    ));
+    std::thread::sleep(Duration::from_secs(25));
+    let at_step = (receiver.frames().len(), receiver.decoded());
+    std::thread::sleep(Duration::from_secs(30));
+    let trace = samples.lock().unwrap().clone();
+    let estimated: u64 = sink.property("estimated-bitrate");
+    let target: u64 = sink.property("target-bitrate");
+    let down = first_time(&trace, 0.0, |k| k < 400);
+    let up = first_time(&trace, 25.0, |k| k > 800);
+    eprintln!(
+        "encoder below 400 kbit/s at {down:?} s; above 800 after the step at {up:?} s; \
+         at the end: target {target}, estimate {estimated}"
+    );
+    eprintln!(
+        "bitrate trace (s, kbit/s): {:?}",
+        trace.iter().step_by(8).collect::<Vec<_>>()
+    );
+    let down = down.expect("the encoder went below the 400 kbit/s link");
+    assert!(down <= 10.0, "took {down} s to go below 400 kbit/s");
+    let up = up.expect("the encoder rose above 800 kbit/s once the link allowed");
+    assert!(up <= 25.0 + 20.0, "took {} s after the step", up - 25.0);
+    // From 10 s on, the stream fits the link: every frame arrives and decodes.
+    let frames = receiver.frames();
+    let after_settle: Vec<_> = frames
+        .iter()
+        .filter(|f| f.availability.is_some())
+        .skip(10 * 24)
+        .collect();
+    let (received, decoded) = at_step;
+    eprintln!(
+        "{received} frames by the step, {decoded} decoded; {} in all",
+        frames.len()
+    );
+    let span = after_settle
+        .last()
+        .map_or(0, |l| l.decode_index - after_settle[0].decode_index + 1);
+    assert!(
+        after_settle.len() as u64 * 100 >= span * 90,
+        "{} of {span} frames after settling",
+        after_settle.len()
+    );
+    drop(receiver);
+    sender.set_state(gst::State::Null).unwrap();
+    link.stop();
+}
+
+#[test]
+fn with_two_subscribers_the_slower_path_sets_the_rate() {
+    let (sender, sink, port) = sender(RATE_CONTROL);
+    let fingerprint: String = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let slow = link(port, &[(60, 400)]);
+    let fast = link(port, &[(60, 1500)]);
+    let samples = sample_bitrate(sender.by_name("enc").unwrap());
+    sender.set_state(gst::State::Playing).expect("sender plays");
+    let receivers: Vec<Receiver> = [&slow, &fast]
+        .iter()
+        .map(|l| {
+            Receiver::start(&format!(
+                "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+                l.local_addr()
+            ))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(20));
+    let trace = samples.lock().unwrap().clone();
+    let late: Vec<u32> = trace
+        .iter()
+        .filter(|(t, _)| *t >= 10.0)
+        .map(|(_, k)| *k)
+        .collect();
+    eprintln!("encoder from 10 s on (kbit/s): {late:?}");
+    assert!(!late.is_empty());
+    assert!(
+        late.iter().all(|k| *k < 400),
+        "above the slower 400 kbit/s path"
+    );
+    for r in &receivers {
+        assert!(r.frames().len() > 200, "both subscribers play");
+    }
+    drop(receivers);
+    sender.set_state(gst::State::Null).unwrap();
+    slow.stop();
+    fast.stop();
+}
+
+#[test]
+fn without_an_encoder_upstream_the_target_is_only_posted() {
+    let aus = encode_aus(48, TEST_CAPS);
+    let sender = AppSender::start(&h264_caps(320, 240), RATE_CONTROL);
+    let messages = Arc::new(Mutex::new(Vec::new()));
+    let seen = messages.clone();
+    sender
+        .pipeline
+        .bus()
+        .unwrap()
+        .set_sync_handler(move |_, msg| {
+            match msg.view() {
+                gst::MessageView::Warning(w) => {
+                    seen.lock().unwrap().push(format!("warning: {}", w.error()))
+                }
+                gst::MessageView::Element(e) => {
+                    if let Some(s) = e.structure().filter(|s| s.name() == "moq-target-bitrate") {
+                        seen.lock().unwrap().push(format!(
+                            "target {} ({})",
+                            s.get::<u64>("bitrate").unwrap_or(0),
+                            s.get::<&str>("encoder").unwrap_or("?")
+                        ));
+                    }
+                }
+                _ => {}
+            }
+            gst::BusSyncReply::Pass
+        });
+    let link = link(sender.port, &[(30, 300)]);
+    let receiver = Receiver::start(&format!(
+        "url=moqt://{}/live tls-insecure=true timeout=20",
+        link.local_addr()
+    ));
+    std::thread::sleep(Duration::from_millis(1500));
+    for au in &aus {
+        sender.push(&au.data, au.pts_us, au.dts_us, au.key);
+        std::thread::sleep(Duration::from_millis(42));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let messages = messages.lock().unwrap().clone();
+    eprintln!("{messages:?}");
+    let warnings = messages.iter().filter(|m| m.starts_with("warning")).count();
+    assert_eq!(warnings, 1, "one warning about the missing encoder");
+    assert!(messages.iter().any(|m| m.contains("no encoder")));
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("target") && m.ends_with("()")),
+        "the target is posted without an encoder"
+    );
+    drop(receiver);
+    link.stop();
+}

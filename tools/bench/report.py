@@ -388,6 +388,115 @@ def goals(summaries, all_runs, profiles_dir):
     return md
 
 
+def mean_link_kbit(profile_file, seconds=None):
+    """Time-weighted mean rate of a profile's steps over its first `seconds` (its whole trace
+    by default); 0 (unconstrained) steps make it None."""
+    steps = json.load(open(profile_file))["steps"]
+    total = sum(s["duration_s"] for s in steps)
+    limit = min(seconds or total, total)
+    t, weighted = 0.0, 0.0
+    for step in steps:
+        if step["rate_kbit"] == 0:
+            return None
+        d = max(0.0, min(step["duration_s"], limit - t))
+        weighted += step["rate_kbit"] * d
+        t += step["duration_s"]
+    return weighted / limit if limit else None
+
+
+ADAPTIVE = ["moq-adaptive", "moq-adaptive-delay"]
+# The adaptive-delivery issue's targets per profile: (least share of frames, mean ms, p95 ms, most stalls).
+ADAPTIVE_TARGETS = {
+    "const_500": (0.95, 450, 600, 0),
+    "cascade": (0.95, 500, None, None),
+    "spike": (0.95, 500, None, None),
+    "slow_jitters": (0.95, 500, None, None),
+    "intra_cascade": (0.90, 600, None, 2),
+}
+
+
+def adaptive_goals(summaries, profiles_dir):
+    """The adaptive-delivery goals, each checked against this run's figures."""
+    first = {(s["system"], s["profile"]): s for s in summaries if s["repetition"] == 0}
+    if not any(system in ADAPTIVE for system, _ in first):
+        return []
+    md = ["## Rate adaptation goals", ""]
+    md.append("1. Frames, latency and stalls per profile (frames = rendered ÷ captured):")
+    md.append("")
+    md.append("   | profile | system | frames | mean (ms) | p95 (ms) | stalls | target | verdict |")
+    md.append("   |---|---|---|---|---|---|---|---|")
+    for profile, (share, mean, p95, stalls) in ADAPTIVE_TARGETS.items():
+        for system in ADAPTIVE:
+            s = first.get((system, profile))
+            if not s:
+                continue
+            frames = s["frames_rendered"] / s["frames_captured"] if s["frames_captured"] else 0.0
+            ok = frames >= share and s["latency_mean_ms"] <= mean
+            target = f"≥ {share:.0%}, mean ≤ {mean}"
+            if p95 is not None:
+                ok = ok and s["latency_p95_ms"] <= p95
+                target += f", p95 ≤ {p95}"
+            if stalls is not None:
+                ok = ok and s["stalls"] <= stalls
+                target += f", stalls ≤ {stalls}"
+            md.append(
+                f"   | {profile} | {system} | {frames:.1%} | {s['latency_mean_ms']:.0f} | {s['latency_p95_ms']:.0f} "
+                f"| {s['stalls']} | {target} | {'met' if ok else 'not met'} |"
+            )
+    md.append("")
+    md.append("2. Delivered media bitrate (rendered) ÷ the link's mean rate over the run, target ≥ 85 %:")
+    md.append("")
+    for profile in ["const_500", "cascade"]:
+        for system in ADAPTIVE:
+            s = first.get((system, profile))
+            if not s:
+                continue
+            seconds = s["frames_captured"] / 24.0
+            link = mean_link_kbit(os.path.join(profiles_dir, f"{profile}.json"), seconds)
+            if not link:
+                continue
+            share = s["rendered_kbit"] / link
+            md.append(
+                f"   - {profile}, {system}: {s['rendered_kbit']:.0f} of {link:.0f} kbit/s = {share:.0%} — "
+                f"{'met' if share >= 0.85 else 'not met'}"
+            )
+    base = first.get(("moq-skip-gops", "loss0_rtt50"))
+    if base:
+        md.append("")
+        md.append("3. Uncongested link (loss0_rtt50: no rate limit, 25 ms each way), mean latency no worse than "
+                  "fixed-rate `moq-skip-gops` + 5 %:")
+        md.append("")
+        for system in ADAPTIVE:
+            s = first.get((system, "loss0_rtt50"))
+            if s:
+                ratio = s["latency_mean_ms"] / base["latency_mean_ms"]
+                md.append(
+                    f"   - {system} {s['latency_mean_ms']:.0f} ms vs {base['latency_mean_ms']:.0f} ms = {ratio:.2f}× — "
+                    f"{'met' if ratio <= 1.05 else 'not met'}"
+                )
+    walk = [(system, first[(system, "random_walk")]) for system, p in first if p == "random_walk"]
+    if walk:
+        md.append("")
+        md.append("4. RANDOM_WALK (a rate step every second, 150–2500 kbit/s, 50 ms each way); target for the "
+                  "adaptive systems ≥ 95 % of frames and ≤ 2 stalls per minute:")
+        md.append("")
+        md.append("   | system | frames | mean (ms) | p95 (ms) | stalls per minute | verdict |")
+        md.append("   |---|---|---|---|---|---|")
+        for system, s in sorted(walk):
+            frames = s["frames_rendered"] / s["frames_captured"] if s["frames_captured"] else 0.0
+            minutes = s["frames_captured"] / 24.0 / 60.0
+            per_minute = s["stalls"] / minutes if minutes else 0.0
+            verdict = ""
+            if system in ADAPTIVE:
+                verdict = "met" if frames >= 0.95 and per_minute <= 2 else "not met"
+            md.append(
+                f"   | {system} | {frames:.1%} | {s['latency_mean_ms']:.0f} | {s['latency_p95_ms']:.0f} "
+                f"| {per_minute:.1f} | {verdict} |"
+            )
+    md.append("")
+    return md
+
+
 def main():
     parser = argparse.ArgumentParser(description="Plots and BENCHMARKS.md from a moq-bench run.")
     parser.add_argument("out", help="the moq-bench --out directory")
@@ -461,6 +570,12 @@ def main():
             "rate (a drop) or at 80 % of 0.85 × the new rate (a rise)."
         )
         md.append("")
+    if any(s["system"] == "moq-skip-gops-delay" for s in summaries):
+        md.append(
+            "`moq-skip-gops-delay`: `moq-skip-gops` with moqsink `congestion-control=delay` and no rate control, "
+            "the fixed-rate reference stream: what the controller alone changes."
+        )
+        md.append("")
     if any(s["system"] == "moq-gst" for s in summaries):
         md.append(
             "`moq-gst`: moq-dev's GStreamer plugin (moq-gst 0.4.20, moq-lite) publishing to moq-relay next to the "
@@ -507,6 +622,7 @@ def main():
             md.append("")
         md.extend(adaptation_section(out, first, profile, plots))
     md.extend(goals(summaries, all_runs, PROFILES))
+    md.extend(adaptive_goals(summaries, PROFILES))
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):

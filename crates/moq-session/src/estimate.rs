@@ -41,7 +41,9 @@
 //!
 //! **Filter.** The rate is the sum of bytes over the sum of durations of the busy
 //! intervals of the last [`PATH_WINDOW`] (1 s), needing at least 3 of them and 20 ms of
-//! busy time; otherwise the previous estimate is held. Durations of consecutive busy
+//! busy time; with fewer, of the last [`SPARSE_PATH_WINDOW`] (3 s), so a stream whose bursts
+//! are short (a few packets per keyframe) keeps a current estimate; otherwise the previous
+//! estimate is held. Durations of consecutive busy
 //! intervals add up to the span between their ends, so ack compression
 //! (acknowledgements bunched by the receiver or the return path) only moves time between
 //! intervals and errs only at the ends of a run. Weighting by busy time favours a
@@ -72,6 +74,8 @@ use std::time::{Duration, Instant};
 pub const BIN: Duration = Duration::from_millis(50);
 /// Busy intervals older than this no longer count for the rate.
 pub const PATH_WINDOW: Duration = Duration::from_secs(1);
+/// With too few busy intervals in [`PATH_WINDOW`], the rate is taken over this.
+pub const SPARSE_PATH_WINDOW: Duration = Duration::from_secs(3);
 /// The acknowledged rate, which can only raise the estimate, is measured over this.
 pub const ACKED_WINDOW: Duration = Duration::from_millis(500);
 /// Losses are counted over this.
@@ -97,7 +101,12 @@ const MAX_INTERVAL: Duration = Duration::from_millis(500);
 
 const BIN_NANOS: u64 = BIN.as_nanos() as u64;
 /// Bins kept: enough for the longest window.
-const KEPT_BINS: u64 = (LOSS_WINDOW.as_nanos() / BIN.as_nanos()) as u64 + 1;
+const KEPT_BINS: u64 =
+    (max_duration(LOSS_WINDOW, SPARSE_PATH_WINDOW).as_nanos() / BIN.as_nanos()) as u64 + 1;
+
+const fn max_duration(a: Duration, b: Duration) -> Duration {
+    if a.as_nanos() > b.as_nanos() { a } else { b }
+}
 
 /// What the path looks like at a given time (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -502,11 +511,16 @@ impl PathEstimator {
     }
 
     fn update_rate(&mut self, now: Instant) {
-        let mut busy = Span::default();
-        for b in self.window(now, PATH_WINDOW) {
-            busy.merge(&b.busy);
-        }
-        if let Some(path) = busy.rate() {
+        let measured = [PATH_WINDOW, SPARSE_PATH_WINDOW]
+            .into_iter()
+            .find_map(|width| {
+                let mut busy = Span::default();
+                for b in self.window(now, width) {
+                    busy.merge(&b.busy);
+                }
+                busy.rate()
+            });
+        if let Some(path) = measured {
             self.rate = Some(path);
             self.path_at = Some(now);
         }

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
+//!           [--max-seconds S]
 //!           [--moq-gst PLUGIN_DIR]
 //! ```
 //! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
@@ -23,16 +24,18 @@ use crate::moq_gst::MoqGst;
 use crate::run::RunSpec;
 use crate::systems::System;
 
-const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--no-grid] [--moq-gst DIR]
+const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--moq-gst DIR]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
   --reps N           repetitions of every run (default 1)
-  --profiles a,b     Twitch/constant profiles to run (default: cascade, intra_cascade, spike,
-                     slow_jitters, fast_jitters, const_500)
+  --profiles a,b     profiles to run (default: cascade, intra_cascade, spike, slow_jitters,
+                     fast_jitters, const_500, random_walk)
   --systems x,y      systems (default: all: moq-baseline, moq-deprioritize-b, moq-skip-gops,
-                     moq-combined, srt-125ms, srt-500ms, rtp-udp)
+                     moq-combined, moq-skip-gops-delay, moq-adaptive, moq-adaptive-delay,
+                     srt-125ms, srt-500ms, rtp-udp)
   --grid-seconds S   length of each loss x RTT grid run (default 60)
+  --max-seconds S    run each profile for at most S s (default: its whole trace)
   --no-grid          skip the loss x RTT grid
   --moq-gst DIR      also compare moq-gst (moq-dev's plugin, libgstmoq.so in DIR, built by
                      pipelines/install-moq-gst.sh) through moq-relay on the profiles above;
@@ -41,13 +44,15 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
 
-const TWITCH: [&str; 6] = [
+/// The Twitch profiles, CONST_500 and a fast-varying random walk.
+const PROFILES: [&str; 7] = [
     "cascade",
     "intra_cascade",
     "spike",
     "slow_jitters",
     "fast_jitters",
     "const_500",
+    "random_walk",
 ];
 const GRID: [&str; 12] = [
     "loss0_rtt50",
@@ -71,6 +76,7 @@ struct Options {
     profiles: Vec<String>,
     systems: Vec<System>,
     grid_seconds: u64,
+    max_seconds: Option<u64>,
     grid: bool,
     moq_gst: Option<PathBuf>,
 }
@@ -80,9 +86,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         out: PathBuf::new(),
         quick: false,
         reps: 1,
-        profiles: TWITCH.iter().map(|s| s.to_string()).collect(),
+        profiles: PROFILES.iter().map(|s| s.to_string()).collect(),
         systems: System::all(),
         grid_seconds: 60,
+        max_seconds: None,
         grid: true,
         moq_gst: None,
     };
@@ -103,6 +110,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--grid-seconds" => {
                 o.grid_seconds = value()?.parse().map_err(|_| "--grid-seconds: a number")?
+            }
+            "--max-seconds" => {
+                o.max_seconds = Some(value()?.parse().map_err(|_| "--max-seconds: a number")?)
             }
             "--no-grid" => o.grid = false,
             "--moq-gst" => o.moq_gst = Some(PathBuf::from(value()?)),
@@ -250,7 +260,8 @@ fn main_inner() -> Result<(), String> {
     let mut plan: Vec<(String, Profile, u64, Vec<System>)> = Vec::new();
     for name in &options.profiles {
         let profile = load(name)?;
-        let seconds = profile.duration().as_secs().max(1);
+        let whole = profile.duration().as_secs().max(1);
+        let seconds = options.max_seconds.map_or(whole, |m| m.clamp(1, whole));
         plan.push((name.clone(), profile, seconds, options.systems.clone()));
     }
     if options.grid {

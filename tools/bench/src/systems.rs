@@ -21,6 +21,8 @@ pub enum System {
         delivery: &'static str,
         skip_forward: bool,
         delivery_timeout_ms: u32,
+        /// moqsink's `congestion-control`.
+        congestion: &'static str,
     },
     Srt {
         latency_ms: u32,
@@ -66,6 +68,7 @@ impl System {
             delivery,
             skip_forward: matches!(delivery, "skip-gops" | "combined"),
             delivery_timeout_ms: 0,
+            congestion: "cubic",
         }
     }
 
@@ -88,6 +91,14 @@ impl System {
     /// Everything compared on the congested profiles.
     pub fn all() -> Vec<System> {
         let mut all = System::ours();
+        // The fixed-rate mode that skips, over the delay-aware controller: what the default
+        // controller would change without rate control.
+        all.push(System::Moq {
+            delivery: "skip-gops",
+            skip_forward: true,
+            delivery_timeout_ms: 0,
+            congestion: "delay",
+        });
         all.extend(System::adaptive());
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
@@ -108,6 +119,7 @@ impl System {
                 delivery: "baseline",
                 skip_forward: true,
                 delivery_timeout_ms: 500,
+                congestion: "cubic",
             },
             System::Srt { latency_ms: 125 },
             System::Srt { latency_ms: 500 },
@@ -119,8 +131,15 @@ impl System {
             System::Moq {
                 delivery,
                 delivery_timeout_ms: 0,
+                congestion: "cubic",
                 ..
             } => format!("moq-{delivery}"),
+            System::Moq {
+                delivery,
+                delivery_timeout_ms: 0,
+                congestion,
+                ..
+            } => format!("moq-{delivery}-{congestion}"),
             System::Moq {
                 delivery,
                 delivery_timeout_ms,
@@ -158,10 +177,12 @@ impl System {
             System::Moq {
                 delivery,
                 delivery_timeout_ms,
+                congestion,
                 ..
             } => format!(
                 "h264parse ! moqsink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
-                 max-backlog={MAX_BACKLOG_MS} tls-cert-file={cert} tls-key-file={key} sync=false",
+                 congestion-control={congestion} max-backlog={MAX_BACKLOG_MS} \
+                 tls-cert-file={cert} tls-key-file={key} sync=false",
                 at.sender
             ),
             System::Srt { latency_ms } => format!(
@@ -247,6 +268,7 @@ mod tests {
         let mut names: Vec<_> = all.iter().map(System::name).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 11);
+        // moq-baseline is both in all() and on the grid.
+        assert_eq!(names.len(), all.len() - 1);
     }
 }

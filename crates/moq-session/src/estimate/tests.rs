@@ -70,6 +70,28 @@ fn constant_link_is_measured_within_ten_percent_and_stays_still() {
 }
 
 #[test]
+fn short_bursts_keep_the_estimate_current() {
+    // 400 kbit/s on a 500 kbit/s link with keyframes 4 times the other frames: at times
+    // too few busy intervals for the 1 s window alone (its estimate was once 1.5 s old);
+    // acknowledgements prompt (2 ms), as a media sender asks for.
+    let mut sc = Scenario::new(constant(500_000), constant(400_000), 60 * S);
+    sc.max_ack_delay = Duration::from_millis(2);
+    sc.key_ratio = 4.0;
+    let out = sim::run(&sc, &mut Fixed(40_000));
+    let (lo, hi) = range(&out, 5 * S, 60 * S);
+    let oldest = out
+        .between(5 * S, 60 * S)
+        .filter_map(|s| s.estimate.path_sample_age)
+        .max();
+    println!("400 kbit/s stream on 500: {lo:.1}..{hi:.1} kbit/s, oldest sample {oldest:?}");
+    assert!(
+        within(lo, 500.0, 0.10) && within(hi, 500.0, 0.10),
+        "{lo} {hi}"
+    );
+    assert!(oldest.is_some_and(|age| age < PATH_WINDOW), "{oldest:?}");
+}
+
+#[test]
 fn step_down_is_followed_within_two_seconds() {
     // 1200 -> 400 kbit/s at 10 s. The 600 kbit/s stream then exceeds the link (the
     // window holds it back, the queue fills); the 300 kbit/s one stays below it, and only

@@ -655,7 +655,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames and bytes published per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers")
+                    .blurb("Frames and bytes published per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
                     .read_only()
                     .build(),
                 glib::ParamSpecString::builder("url")

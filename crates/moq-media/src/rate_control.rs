@@ -10,8 +10,9 @@
 //! - the paths' allowances are combined by the policy (the slowest subscriber, or the
 //!   median one when a few slow viewers must not degrade everyone);
 //! - the target drops to that at once, and rises toward it, not within a hold time after
-//!   a cut: half the gap per second toward what a path was measured to carry, a few percent
-//!   per second when probing a path not measured lately, so a constant link converges
+//!   a cut: half the gap per second toward what a path was measured to carry; a path not
+//!   measured lately is probed a few percent above its last allowance, and one not measured
+//!   for long is probed freely, a few percent per second, so a constant link converges
 //!   without oscillating;
 //! - it always stays within the configured minimum and maximum.
 //!
@@ -34,8 +35,14 @@ const RISE_PER_S: f64 = 0.12;
 const CATCH_UP_PER_S: f64 = 0.5;
 /// No rise for this long after a cut.
 const HOLD_US: u64 = 2_000_000;
-/// A path measured this long ago says nothing about now: probe above its rate, gently.
+/// A path not measured for this long may carry more than it showed: probe a little above.
 const STALE_US: u64 = 3_000_000;
+/// How far above a stale path's allowance a probe may go; small, so that on a constant link
+/// (whose measurements come and go) the target moves less than 10 %.
+const PROBE_MARGIN: f64 = 0.08;
+/// A path not measured for this long says nothing about now: probe freely (a stream too
+/// small to show the path's rate, on a path that has grown).
+const LOST_US: u64 = 6_000_000;
 /// Changes smaller than this are not worth an encoder reconfiguration.
 const MIN_CHANGE: f64 = 0.02;
 
@@ -128,13 +135,17 @@ impl RateController {
             return Some(BACKOFF * carried as f64);
         }
         let rate = path.delivery_bps? as f64 * HEADROOM;
-        let stale = path.sample_age_us.is_none_or(|age| age > STALE_US);
-        if stale && path.queue_delay_us < QUEUE_LOW_US {
-            // Nothing measured the path lately, and it is not queueing: it may carry
-            // more than it last showed.
-            return Some(f64::INFINITY);
+        let age = path.sample_age_us.unwrap_or(u64::MAX);
+        if age <= STALE_US || path.queue_delay_us >= QUEUE_LOW_US {
+            return Some(rate);
         }
-        Some(rate)
+        // Nothing measured the path lately, and it is not queueing: it may carry more than
+        // it last showed.
+        Some(if age > LOST_US {
+            f64::INFINITY
+        } else {
+            rate * (1.0 + PROBE_MARGIN)
+        })
     }
 
     /// Updates the target from the paths at `now_us`; returns it when it changed enough to
@@ -267,6 +278,24 @@ mod tests {
         let (lo, hi) = (*late.iter().min().unwrap(), *late.iter().max().unwrap());
         assert!(lo >= 400_000 && hi <= 430_000, "{lo}..{hi}");
         assert!((hi - lo) as f64 / lo as f64 <= 0.10, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn a_constant_link_measured_now_and_then_moves_less_than_ten_percent() {
+        let mut c = RateController::new(config());
+        // Measured every 6 s; in between the measurement ages past the stale limit.
+        let trace = run(&mut c, 0.0, 90.0, |t| {
+            let mut p = path(500, 5);
+            p.sample_age_us = Some(((t % 6.0) * S as f64) as u64);
+            vec![p]
+        });
+        let late: Vec<u64> = trace
+            .iter()
+            .filter(|(t, _)| *t >= 20.0)
+            .map(|(_, r)| *r)
+            .collect();
+        let (lo, hi) = (*late.iter().min().unwrap(), *late.iter().max().unwrap());
+        assert!((hi - lo) as f64 / (lo as f64) < 0.10, "{lo}..{hi}");
     }
 
     #[test]

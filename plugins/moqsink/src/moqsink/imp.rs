@@ -257,7 +257,7 @@ impl MoqSink {
             let config = SessionConfig {
                 publish: Some(broadcast.clone()),
                 limits: settings.publish_limits(),
-                congestion: settings.congestion.into(),
+                congestion: settings.congestion.resolve(settings.rate_control),
                 path: None,
             };
             return Ok(Link::Relay(RelayPublisher::start(
@@ -283,7 +283,7 @@ impl MoqSink {
         let limits = ServerLimits {
             max_sessions: settings.max_subscribers as usize,
             publish: settings.publish_limits(),
-            congestion: settings.congestion.into(),
+            congestion: settings.congestion.resolve(settings.rate_control),
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
@@ -703,7 +703,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("congestion-control", CongestionControl::default())
                     .nick("Congestion control")
-                    .blurb("QUIC congestion controller toward subscribers (or the relay): cubic fills the bottleneck queue before backing off; delay keeps it near 40 ms")
+                    .blurb("QUIC congestion controller toward subscribers (or the relay): cubic fills the bottleneck queue before backing off; delay keeps it near 40 ms; auto is delay with rate-control=encoder, cubic otherwise")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("rate-control", RateControl::default())

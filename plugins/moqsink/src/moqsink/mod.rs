@@ -51,7 +51,6 @@ pub enum Delivery {
 #[repr(u32)]
 #[enum_type(name = "GstMoqSinkCongestionControl")]
 pub enum CongestionControl {
-    #[default]
     #[enum_value(
         name = "CUBIC: grows until loss, so it fills a drop-tail bottleneck queue",
         nick = "cubic"
@@ -72,6 +71,12 @@ pub enum CongestionControl {
         nick = "delay"
     )]
     Delay = 3,
+    #[default]
+    #[enum_value(
+        name = "Auto: delay with rate-control=encoder (the encoder follows the path, so keep its queue short), cubic otherwise",
+        nick = "auto"
+    )]
+    Auto = 4,
 }
 
 /// Whether moqsink drives the encoder's bitrate (the `rate-control` property).
@@ -113,14 +118,19 @@ impl From<RatePolicy> for moq_media::rate_control::RatePolicy {
     }
 }
 
-impl From<CongestionControl> for moq_session::congestion::CongestionControl {
-    fn from(c: CongestionControl) -> Self {
+impl CongestionControl {
+    /// The controller to run with `rate_control`. With a fixed-rate stream the delay-aware
+    /// controller trades stalls for latency (see BENCHMARKS.md), so `auto` picks it only
+    /// when the encoder follows the path.
+    pub fn resolve(self, rate_control: RateControl) -> moq_session::congestion::CongestionControl {
         use moq_session::congestion::CongestionControl as C;
-        match c {
+        match self {
             CongestionControl::Cubic => C::Cubic,
             CongestionControl::NewReno => C::NewReno,
             CongestionControl::Bbr => C::Bbr,
             CongestionControl::Delay => C::Delay,
+            CongestionControl::Auto if rate_control == RateControl::Encoder => C::Delay,
+            CongestionControl::Auto => C::Cubic,
         }
     }
 }
@@ -148,4 +158,22 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         gst::Rank::NONE,
         MoqSink::static_type(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use moq_session::congestion::CongestionControl as C;
+
+    #[test]
+    fn auto_congestion_control_is_delay_only_with_rate_control() {
+        let auto = CongestionControl::default();
+        assert_eq!(auto, CongestionControl::Auto);
+        assert_eq!(auto.resolve(RateControl::Encoder), C::Delay);
+        assert_eq!(auto.resolve(RateControl::None), C::Cubic);
+        assert_eq!(
+            CongestionControl::Cubic.resolve(RateControl::Encoder),
+            C::Cubic
+        );
+    }
 }

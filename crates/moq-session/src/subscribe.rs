@@ -29,8 +29,10 @@ const DONE_GRACE: Duration = Duration::from_secs(2);
 pub(crate) const RECEIVE_BUDGET: usize = 16 << 20;
 /// Largest object payload accepted: anything larger could never fit the budget.
 const MAX_OBJECT_SIZE: u64 = 8 << 20;
-/// Most bytes read from a stream at once (and reserved from the budget before reading).
+/// Most bytes read from a stream at once.
 const READ_CHUNK: usize = 64 << 10;
+/// Most bytes read at once while the budget has less than [`READ_CHUNK`] left.
+const SCARCE_READ_CHUNK: usize = 1 << 10;
 /// Events a subscription queues for its consumer before its streams stop being read.
 const EVENT_QUEUE: usize = 64;
 
@@ -340,26 +342,33 @@ impl StreamReader {
         }
     }
 
-    /// Reads more bytes; `Ok(false)` at FIN. Waits for room in the budget first.
+    /// Reads more bytes; `Ok(false)` at FIN. Waits for data first and for room in the
+    /// budget after: a stream the publisher starves (a low-priority frame it may never
+    /// finish) must not hold budget while it waits, or a few hundred of them stop every
+    /// other stream. While the budget is short, reads are small, so the streams waiting for
+    /// room hold little outside it.
     async fn fill(&mut self) -> Result<bool, StreamEnd> {
         if self.fin {
             return Ok(false);
         }
-        let Ok(mut permit) = self
-            .budget
-            .clone()
-            .acquire_many_owned(READ_CHUNK as u32)
-            .await
-        else {
-            return Err(StreamEnd::Reset);
+        let max = if self.budget.available_permits() >= READ_CHUNK {
+            READ_CHUNK
+        } else {
+            SCARCE_READ_CHUNK
         };
-        match self.recv.read_chunk(READ_CHUNK, true).await {
+        match self.recv.read_chunk(max, true).await {
             Ok(Some(chunk)) => {
-                if let Some(used) = permit.split(chunk.bytes.len()) {
-                    match &mut self.held {
-                        Some(held) => held.merge(used),
-                        None => self.held = Some(used),
-                    }
+                let Ok(used) = self
+                    .budget
+                    .clone()
+                    .acquire_many_owned(chunk.bytes.len() as u32)
+                    .await
+                else {
+                    return Err(StreamEnd::Reset);
+                };
+                match &mut self.held {
+                    Some(held) => held.merge(used),
+                    None => self.held = Some(used),
                 }
                 self.buf.extend_from_slice(&chunk.bytes);
                 Ok(true)

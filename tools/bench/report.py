@@ -457,7 +457,7 @@ def adaptive_goals(summaries, profiles_dir):
                 continue
             share = s["rendered_kbit"] / link
             md.append(
-                f"   - {profile}, {system}: {s['rendered_kbit']:.0f} of {link:.0f} kbit/s = {share:.0%} — "
+                f"   - {profile}, {system}: {s['rendered_kbit']:.0f} of {link:.0f} kbit/s = {share:.1%} — "
                 f"{'met' if share >= 0.85 else 'not met'}"
             )
     base = first.get(("moq-skip-gops", "loss0_rtt50"))

@@ -26,10 +26,11 @@ fn first_error(pipeline: &gst::Pipeline, timeout: Duration) -> String {
 #[test]
 fn non_h264_caps_are_refused_at_negotiation() {
     let port = free_udp_port();
-    // appsrc links to anything, so the raw caps only meet moqsink at negotiation.
+    // Linked to a requested pad by name, so the raw caps only meet moqsink at negotiation,
+    // where upstream finds nothing in common with the pad.
     let pipeline = launch(&format!(
         "appsrc name=src format=time caps=video/x-raw,format=I420,width=64,height=64,framerate=1/1 \
-         ! moqsink listen=127.0.0.1:{port}"
+         ! sink.video_0 moqsink name=sink listen=127.0.0.1:{port}"
     ));
     let appsrc = pipeline
         .by_name("src")
@@ -303,11 +304,11 @@ fn invalid_settings_fail_at_start_with_clear_errors() {
             "fingerprint",
         ),
         (
-            "videotestsrc ! x264enc ! moqsink listen=nonsense",
+            "videotestsrc ! x264enc ! h264parse ! moqsink listen=nonsense",
             "listen address",
         ),
         (
-            "videotestsrc ! x264enc ! moqsink tls-cert-file=/nonexistent.pem tls-key-file=/nonexistent.key",
+            "videotestsrc ! x264enc ! h264parse ! moqsink tls-cert-file=/nonexistent.pem tls-key-file=/nonexistent.key",
             "nonexistent.pem",
         ),
     ];

@@ -75,7 +75,7 @@ fn run_with_budget(
     }
     let media_bytes = Arc::new(Mutex::new(0u64));
     let counted = media_bytes.clone();
-    sink.static_pad("sink")
+    sink.static_pad("video_0")
         .unwrap()
         .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             if let Some(b) = info.buffer() {
@@ -97,7 +97,7 @@ fn run_with_budget(
 
     let receiver = gst::parse::launch(&format!(
         "moqsrc name=src url=moqt://{}/live tls-fingerprint={fingerprint} skip-forward={skip_forward} \
-         ! h264parse ! avdec_h264 name=dec ! fakesink name=out sync=true signal-handoffs=true",
+         ! h264parse name=parse ! avdec_h264 name=dec ! fakesink name=out sync=true signal-handoffs=true",
         link.local_addr()
     ))
     .expect("receiver parses")
@@ -130,9 +130,9 @@ fn run_with_budget(
     let outputs = Arc::new(Mutex::new(0u64));
     let count = outputs.clone();
     receiver
-        .by_name("src")
+        .by_name("parse")
         .unwrap()
-        .static_pad("src")
+        .static_pad("sink")
         .unwrap()
         .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
             *count.lock().unwrap() += 1;

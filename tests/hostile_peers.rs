@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 use gst::prelude::*;
-use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
+use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind};
 use moq_media::header::{FrameHeader, HEADER_VERSION};
 use moq_session::tls::ServerIdentity;
 use moq_session::{
@@ -88,7 +88,7 @@ fn a_peer_that_never_reads_its_control_stream_is_closed_not_buffered_for() {
 fn count_keyframe_requests(sink: &gst::Element) -> Arc<AtomicUsize> {
     let count = Arc::new(AtomicUsize::new(0));
     let seen = count.clone();
-    sink.static_pad("sink").expect("sink pad").add_probe(
+    sink.static_pad("video_0").expect("video pad").add_probe(
         gst::PadProbeType::EVENT_UPSTREAM,
         move |_, info| {
             if let Some(event) = info.event()
@@ -386,17 +386,13 @@ fn catalog_json(framerate: [u32; 2]) -> Vec<u8> {
         timescale: catalog::TIMESCALE,
         delivery: "skip-gops".into(),
         epoch: 1,
-        video: VideoInfo {
-            codec: "avc1.64000d".into(),
-            width: 320,
-            height: 240,
-            framerate: Some(framerate),
-            avcc: "01".into(),
-            gop_frames: None,
-        },
         tracks: vec![TrackEntry {
-            name: catalog::BASE_TRACK.into(),
-            role: TrackRole::Base,
+            codec: Some("avc1.64000d".into()),
+            width: Some(320),
+            height: Some(240),
+            framerate: Some(framerate),
+            avcc: Some("01".into()),
+            ..TrackEntry::new(catalog::BASE_TRACK, TrackKind::Video)
         }],
     }
     .to_json()
@@ -483,7 +479,7 @@ fn a_catalog_with_a_zero_framerate_denominator_is_a_clear_error() {
         publisher.url()
     ));
     let err = wait_eos(&receiver.pipeline, WAIT).expect_err("an error, not EOS");
-    assert!(err.contains("video.framerate"), "{err}");
+    assert!(err.contains("framerate of track \"video\""), "{err}");
 }
 
 #[test]
@@ -499,7 +495,7 @@ fn a_wrong_namespace_or_track_ends_in_an_error_naming_it() {
         ),
         (
             format!(
-                "url={} tls-insecure=true timeout=3 track=nope",
+                "url={} tls-insecure=true timeout=3 video-track=nope",
                 sender.url()
             ),
             "track \"nope\"",

@@ -19,13 +19,14 @@ use libfuzzer_sys::fuzz_target;
 use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
 use moq_media::catalog::TrackRole;
 use moq_media::reorder::{Frame, Popped, Pushed};
-use moq_media::{FrameHeader, PlayoutClock, ReorderBuffer};
+use moq_media::{FrameHeader, PlayoutClock, ReorderBuffer, TrackPlayout};
 
 use h264::FrameKind;
 
 struct Receiver {
     buffer: ReorderBuffer<u64>,
     clock: PlayoutClock,
+    playout: TrackPlayout,
     /// Headers pass through the wire encoding first.
     wire: bool,
     now: u64,
@@ -44,6 +45,7 @@ impl Receiver {
         Receiver {
             buffer: ReorderBuffer::new(scenario.target_ns, scenario.skip_forward),
             clock: PlayoutClock::new(scenario.latency_ns),
+            playout: TrackPlayout::default(),
             wire: scenario.wire,
             now: 0,
             previous: INITIAL,
@@ -129,9 +131,10 @@ impl Receiver {
         self.last_output = Some(h.decode_index);
 
         let stamped = if jump {
-            self.clock.stamp_with(h.dts, h.pts, self.now, true)
+            self.clock
+                .stamp_with(&mut self.playout, h.dts, h.pts, self.now, true)
         } else {
-            self.clock.stamp(h.dts, h.pts, self.now)
+            self.clock.stamp(&mut self.playout, h.dts, h.pts, self.now)
         };
         if let Some(last) = self.last_stamped_dts {
             assert!(

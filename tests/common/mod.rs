@@ -2,6 +2,8 @@
 //! sender into moqsink, a decoding receiver behind moqsrc, and bus waits with timeouts.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod av;
+
 use std::net::UdpSocket;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -182,7 +184,7 @@ impl Sender {
         let sink = pipeline.by_name("sink").expect("sink exists");
         let sent = Arc::new(Mutex::new(Vec::new()));
         let record = sent.clone();
-        sink.static_pad("sink").expect("sink pad").add_probe(
+        sink.static_pad("video_0").expect("video pad").add_probe(
             gst::PadProbeType::BUFFER,
             move |_, info| {
                 if let Some(buffer) = info.buffer() {
@@ -233,8 +235,8 @@ impl Drop for Sender {
     }
 }
 
-/// `appsrc ! moqsink`: publishes the access units a test hands it, good or bad, without
-/// a parser in between.
+/// `appsrc ! moqsink.video_0`: publishes the access units a test hands it, good or bad,
+/// without a parser in between.
 pub struct AppSender {
     pub pipeline: gst::Pipeline,
     pub sink: gst::Element,
@@ -257,8 +259,8 @@ impl AppSender {
     pub fn start(caps: &gst::Caps, sink_properties: &str) -> AppSender {
         let port = free_udp_port();
         let pipeline = launch(&format!(
-            "appsrc name=src format=time is-live=true \
-             ! moqsink name=sink sync=false listen=127.0.0.1:{port} {sink_properties}"
+            "appsrc name=src format=time is-live=true ! sink.video_0 \
+             moqsink name=sink sync=false listen=127.0.0.1:{port} {sink_properties}"
         ));
         let src = pipeline
             .by_name("src")
@@ -323,8 +325,9 @@ pub struct ReceivedFrame {
     pub availability: Option<gst::ClockTime>,
 }
 
-/// `moqsrc ! h264parse ! avdec_h264 ! appsink`, recording moqsrc's output and counting
-/// decoded pictures.
+/// `moqsrc ! h264parse ! avdec_h264 ! appsink`, recording moqsrc's video output (at the
+/// parser's input: moqsrc's pads come and go with the catalog) and counting decoded
+/// pictures.
 pub struct Receiver {
     pub pipeline: gst::Pipeline,
     pub frames: Arc<Mutex<Vec<ReceivedFrame>>>,
@@ -339,7 +342,7 @@ impl Receiver {
     pub fn start(src_properties: &str) -> Receiver {
         init();
         let description = format!(
-            "moqsrc name=src {src_properties} ! h264parse ! avdec_h264 ! appsink name=out sync=false"
+            "moqsrc name=src {src_properties} ! h264parse name=parse ! avdec_h264 ! appsink name=out sync=false"
         );
         let pipeline = gst::parse::launch(&description)
             .expect("receiver pipeline parses")
@@ -349,10 +352,10 @@ impl Receiver {
         let record = frames.clone();
         let unix = gst::Caps::new_empty_simple("timestamp/x-unix");
         pipeline
-            .by_name("src")
-            .expect("src exists")
-            .static_pad("src")
-            .expect("src pad")
+            .by_name("parse")
+            .expect("parser exists")
+            .static_pad("sink")
+            .expect("parser sink pad")
             .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
                 if let Some(buffer) = info.buffer() {
                     let availability = buffer

@@ -1,14 +1,30 @@
-//! The `catalog` track: a JSON document that tells a subscriber how to decode the
-//! video and which tracks carry it.
+//! The `catalog` track: a JSON document listing the broadcast's tracks and what a
+//! subscriber needs to decode each of them.
+//!
+//! ```json
+//! {"version":2,"timescale":1000000,"delivery":"skip-gops","epoch":1795000000000,
+//!  "tracks":[
+//!   {"name":"video","kind":"video","codec":"avc1.64001e","width":320,"height":240,
+//!    "framerate":[24,1],"avcc":"0164001e…","enhancement":"video-enh"},
+//!   {"name":"video-enh","kind":"video-enhancement","base":"video"},
+//!   {"name":"audio","kind":"audio","codec":"opus","sample_rate":48000,"channels":2,
+//!    "config":"4f707573486561640102…"}]}
+//! ```
+//!
+//! Entries are flat with optional fields so a receiver can skip a kind or codec it does
+//! not know and still play the rest; every field of a known kind is range-checked on
+//! parse, so a hostile document is an error, not a panic in caps or arithmetic.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Name of the catalog track in every namespace.
 pub const CATALOG_TRACK: &str = "catalog";
-/// Name of the base-layer track (key and reference pictures, plus everything in `baseline`).
+/// Name of the first video track (key and reference pictures, plus everything in `baseline`).
 pub const BASE_TRACK: &str = "video";
-/// Name of the enhancement-layer track (non-reference pictures, one group per frame).
+/// Name of the first audio track.
+pub const AUDIO_TRACK: &str = "audio";
+/// Name of the first video track's enhancement layer (non-reference pictures).
 pub const ENHANCEMENT_TRACK: &str = "video-enh";
 
 /// Timestamps in frame headers count this many units per second.
@@ -21,12 +37,17 @@ pub const MAX_CATALOG_BYTES: usize = 1 << 20;
 pub const MAX_DIMENSION: u32 = 16_384;
 /// Most tracks a catalog may list.
 pub const MAX_TRACKS: usize = 64;
+/// Highest audio sample rate accepted.
+pub const MAX_SAMPLE_RATE: u32 = 768_000;
+/// Most audio channels accepted (Opus's channel mapping family 255 allows 255).
+pub const MAX_CHANNELS: u32 = 255;
 /// Longest codec string, track name or delivery name accepted.
 const MAX_NAME_LEN: usize = 1024;
+/// Longest codec configuration accepted, in bytes.
+const MAX_CONFIG_LEN: usize = 64 * 1024;
 
-/// What a track carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The layer of a video track a frame came on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrackRole {
     /// Key and reference pictures; groups are GoPs.
     Base,
@@ -34,26 +55,114 @@ pub enum TrackRole {
     Enhancement,
 }
 
+/// What a track carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrackKind {
+    /// A video track: its base layer, groups are GoPs.
+    Video,
+    /// The non-reference pictures of a video track, one group per frame.
+    VideoEnhancement,
+    /// Audio frames, a group per short run of them.
+    Audio,
+    /// A kind this version does not know: listed, never played.
+    #[serde(other)]
+    Other,
+}
+
+/// The codecs the elements carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    H264,
+    Opus,
+    /// MPEG-4 AAC, raw frames (no ADTS).
+    Aac,
+}
+
+impl Codec {
+    /// The codec a catalog codec string names, if the elements carry it: `avc1.*`/`avc3.*`,
+    /// `opus`, `mp4a.40.*`.
+    pub fn from_codec_string(codec: &str) -> Option<Codec> {
+        let lower = codec.to_ascii_lowercase();
+        if lower.starts_with("avc1") || lower.starts_with("avc3") {
+            Some(Codec::H264)
+        } else if lower == "opus" {
+            Some(Codec::Opus)
+        } else if lower.starts_with("mp4a.40.") {
+            Some(Codec::Aac)
+        } else {
+            None
+        }
+    }
+}
+
+/// One track of the broadcast. Which fields are set depends on `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrackEntry {
     pub name: String,
-    pub role: TrackRole,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VideoInfo {
-    /// RFC 6381 codec string, e.g. `avc1.64001e`.
-    pub codec: String,
-    pub width: u32,
-    pub height: u32,
+    pub kind: TrackKind,
+    /// RFC 6381 codec string (`avc1.64001e`, `mp4a.40.2`) or `opus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codec: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
     /// Frame rate as `[numerator, denominator]`, when the sender knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framerate: Option<[u32; 2]>,
-    /// AVCDecoderConfigurationRecord (SPS and PPS), hex encoded.
-    pub avcc: String,
-    /// Frames per GoP, when the sender has observed a regular GoP.
+    /// Video: AVCDecoderConfigurationRecord (SPS and PPS), hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gop_frames: Option<u32>,
+    pub avcc: Option<String>,
+    /// Video: the track carrying its non-reference pictures, in the modes that split them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enhancement: Option<String>,
+    /// Enhancement layer: the video track it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_rate: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<u32>,
+    /// Audio: the decoder configuration, hex (Opus: the `OpusHead` packet; AAC: the
+    /// AudioSpecificConfig).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+}
+
+impl TrackEntry {
+    /// An entry of `kind` named `name` with no other field set.
+    pub fn new(name: impl Into<String>, kind: TrackKind) -> TrackEntry {
+        TrackEntry {
+            name: name.into(),
+            kind,
+            codec: None,
+            width: None,
+            height: None,
+            framerate: None,
+            avcc: None,
+            enhancement: None,
+            base: None,
+            sample_rate: None,
+            channels: None,
+            config: None,
+        }
+    }
+
+    /// The codec, if it is one the elements carry.
+    pub fn known_codec(&self) -> Option<Codec> {
+        self.codec.as_deref().and_then(Codec::from_codec_string)
+    }
+
+    /// The AVCDecoderConfigurationRecord of a video track.
+    pub fn avcc_bytes(&self) -> Option<Vec<u8>> {
+        self.avcc.as_deref().and_then(hex_decode)
+    }
+
+    /// The decoder configuration of an audio track.
+    pub fn config_bytes(&self) -> Option<Vec<u8>> {
+        self.config.as_deref().and_then(hex_decode)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +176,6 @@ pub struct Catalog {
     /// change means a new stream whose timestamps and indices start afresh.
     #[serde(default)]
     pub epoch: u64,
-    pub video: VideoInfo,
     pub tracks: Vec<TrackEntry>,
 }
 
@@ -77,25 +185,28 @@ pub enum CatalogError {
     Json(#[from] serde_json::Error),
     #[error("unsupported catalog version {0}")]
     Version(u32),
-    #[error("catalog avcC is not valid hex")]
-    Hex,
-    #[error("catalog lists no base track")]
-    NoBaseTrack,
+    #[error("catalog lists no video or audio track")]
+    NoMediaTrack,
     #[error("catalog is larger than {MAX_CATALOG_BYTES} bytes")]
     TooLarge,
-    #[error("invalid catalog field {field}: {problem}")]
+    #[error("invalid catalog field {field} of track {track:?}: {problem}")]
     Invalid {
+        track: String,
         field: &'static str,
         problem: &'static str,
     },
 }
 
-fn invalid(field: &'static str, problem: &'static str) -> CatalogError {
-    CatalogError::Invalid { field, problem }
+fn invalid(track: &str, field: &'static str, problem: &'static str) -> CatalogError {
+    CatalogError::Invalid {
+        track: track.into(),
+        field,
+        problem,
+    }
 }
 
 impl Catalog {
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
 
     pub fn to_json(&self) -> Vec<u8> {
         // Plain strings, numbers and lists: serialisation cannot fail.
@@ -119,52 +230,105 @@ impl Catalog {
         }
         if self.timescale != TIMESCALE {
             return Err(invalid(
+                "",
                 "timescale",
                 "only microseconds (1000000) are supported",
             ));
         }
-        let video = &self.video;
-        for (field, text) in [("video.codec", &video.codec), ("delivery", &self.delivery)] {
-            if text.len() > MAX_NAME_LEN {
-                return Err(invalid(field, "too long"));
-            }
+        if self.delivery.len() > MAX_NAME_LEN {
+            return Err(invalid("", "delivery", "too long"));
         }
-        if video.width > MAX_DIMENSION || video.height > MAX_DIMENSION {
-            return Err(invalid("video.width/height", "larger than 16384"));
-        }
-        if let Some([num, den]) = video.framerate {
-            let positive_i32 = |v: u32| v > 0 && i32::try_from(v).is_ok();
-            if !positive_i32(num) || !positive_i32(den) {
-                return Err(invalid("video.framerate", "not a positive fraction"));
-            }
-        }
-        self.avcc()?;
         if self.tracks.len() > MAX_TRACKS {
-            return Err(invalid("tracks", "too many"));
+            return Err(invalid("", "tracks", "too many"));
         }
-        if self
+        for (i, track) in self.tracks.iter().enumerate() {
+            if track.name.is_empty() || track.name.len() > MAX_NAME_LEN {
+                return Err(invalid("", "name", "empty or too long"));
+            }
+            if self.tracks[..i].iter().any(|t| t.name == track.name) {
+                return Err(invalid(&track.name, "name", "listed twice"));
+            }
+            self.validate_track(track)?;
+        }
+        if !self
             .tracks
             .iter()
-            .any(|t| t.name.is_empty() || t.name.len() > MAX_NAME_LEN)
+            .any(|t| matches!(t.kind, TrackKind::Video | TrackKind::Audio))
         {
-            return Err(invalid("tracks.name", "empty or too long"));
+            return Err(CatalogError::NoMediaTrack);
         }
-        self.track(TrackRole::Base)
-            .ok_or(CatalogError::NoBaseTrack)?;
         Ok(())
     }
 
-    /// The decoder configuration record as bytes.
-    pub fn avcc(&self) -> Result<Vec<u8>, CatalogError> {
-        hex_decode(&self.video.avcc).ok_or(CatalogError::Hex)
+    fn validate_track(&self, t: &TrackEntry) -> Result<(), CatalogError> {
+        let name = t.name.as_str();
+        let codec = || match &t.codec {
+            None => Err(invalid(name, "codec", "missing")),
+            Some(c) if c.is_empty() || c.len() > MAX_NAME_LEN => {
+                Err(invalid(name, "codec", "empty or too long"))
+            }
+            Some(_) => Ok(()),
+        };
+        match t.kind {
+            TrackKind::Video => {
+                codec()?;
+                let dimension = |v: Option<u32>| v.is_some_and(|v| v > 0 && v <= MAX_DIMENSION);
+                if !dimension(t.width) || !dimension(t.height) {
+                    return Err(invalid(name, "width/height", "missing or not in 1..=16384"));
+                }
+                if let Some([num, den]) = t.framerate {
+                    let positive_i32 = |v: u32| v > 0 && i32::try_from(v).is_ok();
+                    if !positive_i32(num) || !positive_i32(den) {
+                        return Err(invalid(name, "framerate", "not a positive fraction"));
+                    }
+                }
+                if t.avcc_bytes().is_none_or(|b| b.len() > MAX_CONFIG_LEN) {
+                    return Err(invalid(name, "avcc", "missing, not hex or too long"));
+                }
+                if let Some(enh) = &t.enhancement
+                    && !self.has(enh, TrackKind::VideoEnhancement)
+                {
+                    return Err(invalid(name, "enhancement", "names no enhancement track"));
+                }
+            }
+            TrackKind::VideoEnhancement => {
+                if !t
+                    .base
+                    .as_ref()
+                    .is_some_and(|b| self.has(b, TrackKind::Video))
+                {
+                    return Err(invalid(name, "base", "names no video track"));
+                }
+            }
+            TrackKind::Audio => {
+                codec()?;
+                if !t.sample_rate.is_some_and(|r| r > 0 && r <= MAX_SAMPLE_RATE) {
+                    return Err(invalid(name, "sample_rate", "missing or out of range"));
+                }
+                if !t.channels.is_some_and(|c| c > 0 && c <= MAX_CHANNELS) {
+                    return Err(invalid(name, "channels", "missing or out of range"));
+                }
+                if t.config.is_some() && t.config_bytes().is_none_or(|b| b.len() > MAX_CONFIG_LEN) {
+                    return Err(invalid(name, "config", "not hex or too long"));
+                }
+            }
+            TrackKind::Other => {}
+        }
+        Ok(())
     }
 
-    /// The name of the track with the given role, if the catalog lists one.
-    pub fn track(&self, role: TrackRole) -> Option<&str> {
-        self.tracks
-            .iter()
-            .find(|t| t.role == role)
-            .map(|t| t.name.as_str())
+    fn has(&self, name: &str, kind: TrackKind) -> bool {
+        self.tracks.iter().any(|t| t.name == name && t.kind == kind)
+    }
+
+    /// The entry of the track called `name`.
+    pub fn track(&self, name: &str) -> Option<&TrackEntry> {
+        self.tracks.iter().find(|t| t.name == name)
+    }
+
+    /// The tracks of one kind, in catalog order.
+    pub fn tracks_of(&self, kind: TrackKind) -> impl Iterator<Item = &TrackEntry> {
+        self.tracks.iter().filter(move |t| t.kind == kind)
     }
 }
 
@@ -186,29 +350,41 @@ fn hex_decode(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn video() -> TrackEntry {
+        TrackEntry {
+            codec: Some("avc1.64001e".into()),
+            width: Some(320),
+            height: Some(240),
+            framerate: Some([24, 1]),
+            avcc: Some(hex_encode(&[1, 0x64, 0, 0x1e, 0xff])),
+            enhancement: Some(ENHANCEMENT_TRACK.into()),
+            ..TrackEntry::new(BASE_TRACK, TrackKind::Video)
+        }
+    }
+
+    fn audio() -> TrackEntry {
+        TrackEntry {
+            codec: Some("opus".into()),
+            sample_rate: Some(48_000),
+            channels: Some(2),
+            config: Some(hex_encode(b"OpusHead\x01\x02\x38\x01\x80\xbb\0\0\0\0\0")),
+            ..TrackEntry::new(AUDIO_TRACK, TrackKind::Audio)
+        }
+    }
+
     fn sample() -> Catalog {
         Catalog {
             version: Catalog::VERSION,
             timescale: TIMESCALE,
             delivery: "combined".into(),
             epoch: 1_795_000_000_000,
-            video: VideoInfo {
-                codec: "avc1.64001e".into(),
-                width: 320,
-                height: 240,
-                framerate: Some([24, 1]),
-                avcc: hex_encode(&[1, 0x64, 0, 0x1e, 0xff]),
-                gop_frames: None,
-            },
             tracks: vec![
+                video(),
                 TrackEntry {
-                    name: BASE_TRACK.into(),
-                    role: TrackRole::Base,
+                    base: Some(BASE_TRACK.into()),
+                    ..TrackEntry::new(ENHANCEMENT_TRACK, TrackKind::VideoEnhancement)
                 },
-                TrackEntry {
-                    name: ENHANCEMENT_TRACK.into(),
-                    role: TrackRole::Enhancement,
-                },
+                audio(),
             ],
         }
     }
@@ -217,12 +393,46 @@ mod tests {
     fn json_round_trip() {
         let json = sample().to_json();
         let text = std::str::from_utf8(&json).unwrap();
-        assert!(text.contains("\"role\":\"enhancement\""), "{text}");
-        assert!(!text.contains("gop_frames"), "{text}");
+        assert!(text.contains("\"kind\":\"video-enhancement\""), "{text}");
+        assert!(!text.contains("sample_rate\":null"), "{text}");
         let back = Catalog::from_json(&json).unwrap();
         assert_eq!(back, sample());
-        assert_eq!(back.avcc().unwrap(), [1, 0x64, 0, 0x1e, 0xff]);
-        assert_eq!(back.track(TrackRole::Enhancement), Some(ENHANCEMENT_TRACK));
+        let v = back.track(BASE_TRACK).unwrap();
+        assert_eq!(v.avcc_bytes().unwrap(), [1, 0x64, 0, 0x1e, 0xff]);
+        assert_eq!(v.known_codec(), Some(Codec::H264));
+        assert_eq!(back.tracks_of(TrackKind::Audio).count(), 1);
+        assert_eq!(
+            back.track(AUDIO_TRACK).unwrap().known_codec(),
+            Some(Codec::Opus)
+        );
+    }
+
+    #[test]
+    fn codec_strings_name_what_the_elements_carry() {
+        assert_eq!(Codec::from_codec_string("avc3.42c01f"), Some(Codec::H264));
+        assert_eq!(Codec::from_codec_string("mp4a.40.2"), Some(Codec::Aac));
+        assert_eq!(Codec::from_codec_string("OPUS"), Some(Codec::Opus));
+        assert_eq!(Codec::from_codec_string("vp09.00.10.08"), None);
+        assert_eq!(Codec::from_codec_string("mp4a.69"), None);
+    }
+
+    #[test]
+    fn unknown_kinds_and_codecs_are_kept_but_not_media_of_ours() {
+        let mut c = sample();
+        c.tracks.push(TrackEntry {
+            codec: Some("flac".into()),
+            sample_rate: Some(44_100),
+            channels: Some(2),
+            ..TrackEntry::new("audio-1", TrackKind::Audio)
+        });
+        let mut json: serde_json::Value = serde_json::from_slice(&c.to_json()).unwrap();
+        json["tracks"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": "subtitles", "kind": "text", "language": "en"}));
+        let back = Catalog::from_json(json.to_string().as_bytes()).unwrap();
+        assert_eq!(back.track("subtitles").unwrap().kind, TrackKind::Other);
+        assert_eq!(back.track("audio-1").unwrap().known_codec(), None);
     }
 
     #[test]
@@ -232,23 +442,24 @@ mod tests {
             Err(CatalogError::Json(_))
         ));
         let mut c = sample();
-        c.version = 9;
+        c.version = 1;
         assert!(matches!(
             Catalog::from_json(&c.to_json()),
-            Err(CatalogError::Version(9))
+            Err(CatalogError::Version(1))
         ));
         let mut c = sample();
-        c.video.avcc = "0g".into();
+        c.tracks
+            .retain(|t| !matches!(t.kind, TrackKind::Video | TrackKind::Audio));
+        c.tracks[0].base = None;
+        c.tracks[0].kind = TrackKind::Other;
         assert!(matches!(
             Catalog::from_json(&c.to_json()),
-            Err(CatalogError::Hex)
+            Err(CatalogError::NoMediaTrack)
         ));
+        // Audio alone is a broadcast.
         let mut c = sample();
-        c.tracks.retain(|t| t.role != TrackRole::Base);
-        assert!(matches!(
-            Catalog::from_json(&c.to_json()),
-            Err(CatalogError::NoBaseTrack)
-        ));
+        c.tracks.retain(|t| t.kind == TrackKind::Audio);
+        assert!(Catalog::from_json(&c.to_json()).is_ok());
     }
 
     #[test]
@@ -262,28 +473,40 @@ mod tests {
             }
         };
         // A zero denominator made moqsrc's caps panic (gst::Fraction::new(n, 0)).
-        refused(|c| c.video.framerate = Some([24, 0]), "video.framerate");
-        refused(|c| c.video.framerate = Some([0, 1]), "video.framerate");
+        refused(|c| c.tracks[0].framerate = Some([24, 0]), "framerate");
+        refused(|c| c.tracks[0].framerate = Some([0, 1]), "framerate");
+        refused(|c| c.tracks[0].framerate = Some([u32::MAX, 1]), "framerate");
+        refused(|c| c.tracks[0].width = Some(u32::MAX), "width/height");
         refused(
-            |c| c.video.framerate = Some([u32::MAX, 1]),
-            "video.framerate",
+            |c| c.tracks[0].height = Some(MAX_DIMENSION + 1),
+            "width/height",
         );
-        refused(|c| c.video.width = u32::MAX, "video.width/height");
-        refused(|c| c.video.height = MAX_DIMENSION + 1, "video.width/height");
+        refused(|c| c.tracks[0].height = None, "width/height");
+        refused(|c| c.tracks[0].avcc = Some("0g".into()), "avcc");
+        refused(|c| c.tracks[0].avcc = None, "avcc");
+        refused(|c| c.tracks[0].codec = Some("a".repeat(5000)), "codec");
+        refused(|c| c.tracks[0].codec = None, "codec");
+        refused(
+            |c| c.tracks[0].enhancement = Some("nope".into()),
+            "enhancement",
+        );
+        refused(|c| c.tracks[1].base = Some(AUDIO_TRACK.into()), "base");
+        refused(|c| c.tracks[2].sample_rate = Some(0), "sample_rate");
+        refused(|c| c.tracks[2].sample_rate = Some(u32::MAX), "sample_rate");
+        refused(|c| c.tracks[2].channels = Some(0), "channels");
+        refused(|c| c.tracks[2].channels = None, "channels");
+        refused(|c| c.tracks[2].config = Some("xyz".into()), "config");
         refused(|c| c.timescale = 0, "timescale");
-        refused(|c| c.video.codec = "a".repeat(5000), "video.codec");
         refused(
             |c| {
                 c.tracks = (0..100)
-                    .map(|i| TrackEntry {
-                        name: format!("t{i}"),
-                        role: TrackRole::Base,
-                    })
+                    .map(|i| TrackEntry::new(format!("t{i}"), TrackKind::Other))
                     .collect()
             },
             "tracks",
         );
-        refused(|c| c.tracks[0].name.clear(), "tracks.name");
+        refused(|c| c.tracks[0].name.clear(), "name");
+        refused(|c| c.tracks[2].name = BASE_TRACK.into(), "name");
         let huge = vec![b' '; MAX_CATALOG_BYTES + 1];
         assert!(matches!(
             Catalog::from_json(&huge),

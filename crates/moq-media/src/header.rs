@@ -1,8 +1,11 @@
-//! The frame header carried at the start of every video object payload.
+//! The frame header carried at the start of every media object payload.
 //!
 //! Relays do not forward object extension headers (DESIGN.md §3), so everything a
 //! receiver needs to place a frame in time travels inside the payload, ahead of the
-//! access-unit bytes. The layout is versioned so fields can be added later:
+//! frame's bytes. Audio frames use the same header: each is a key frame (slice type I,
+//! which means nothing for audio), its decode index and base index count the track's
+//! audio frames, and its base group is the audio group. The layout is versioned so
+//! fields can be added later:
 //!
 //! ```text
 //! version (8) = 1

@@ -144,8 +144,8 @@ impl Mapper {
     }
 }
 
-/// Send order of each stream: the catalog before everything, every base-layer stream
-/// before every enhancement stream (DESIGN.md §5).
+/// Send order of each stream: the catalog before everything, then audio, every video
+/// base-layer stream before every enhancement stream (DESIGN.md §5, §10).
 pub mod priority {
     use super::DeliveryMode;
 
@@ -164,12 +164,22 @@ pub mod priority {
         publisher: 0,
     };
 
+    /// The stream carrying audio group `group`: older first. Audio is small and must never
+    /// stall, so it goes before all video, whatever the delivery mode.
+    pub fn audio(group: u64) -> Urgency {
+        Urgency {
+            class: 1,
+            rank: -(group.min(i64::MAX as u64) as i64),
+            publisher: 32,
+        }
+    }
+
     /// The stream carrying base group `group`: older first, or newest first in the
     /// modes that skip old GoPs.
     pub fn base(mode: DeliveryMode, group: u64) -> Urgency {
         let group = group.min(i64::MAX as u64) as i64;
         Urgency {
-            class: 1,
+            class: 2,
             rank: if mode.newest_group_first() {
                 group
             } else {
@@ -182,7 +192,7 @@ pub mod priority {
     /// The stream carrying enhancement frame `sequence`: newest first.
     pub fn enhancement(sequence: u64) -> Urgency {
         Urgency {
-            class: 2,
+            class: 3,
             rank: sequence.min(i64::MAX as u64) as i64,
             publisher: 192,
         }
@@ -277,6 +287,9 @@ mod tests {
         use priority::*;
         for mode in DeliveryMode::ALL {
             for g in [0, 1, 1000] {
+                assert!(before(CATALOG, audio(g)));
+                assert!(before(audio(g + 5), base(mode, g)));
+                assert!(audio(g).publisher < base(mode, g).publisher);
                 assert!(before(CATALOG, base(mode, g)));
                 assert!(before(base(mode, g), enhancement(g * 7 + 3)));
                 assert!(CATALOG.publisher < base(mode, g).publisher);
@@ -286,6 +299,7 @@ mod tests {
             assert_eq!(older_wins, !mode.newest_group_first(), "{mode:?}");
         }
         assert!(before(enhancement(11), enhancement(10)));
+        assert!(before(audio(10), audio(11)));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl Default for TrackDelivery {
 
 /// Where a group's stream stands in the send order of a session.
 ///
-/// Lower `class` goes first (catalog, base layer, enhancement layer); within a class the
+/// Lower `class` goes first (catalog, audio, video base layer, enhancement layer); within a class the
 /// higher `rank` goes first. Ranks are 64-bit, so a rank per group or per frame never
 /// wraps in practice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,6 +418,14 @@ impl Broadcast {
         TrackProducer { shared }
     }
 
+    /// Ends a track and takes it off the broadcast: new subscriptions to it are refused,
+    /// current ones finish once they have everything.
+    pub fn remove_track(&self, name: &str) {
+        if let Some(shared) = lock(&self.inner.tracks).remove(name.as_bytes()) {
+            TrackProducer { shared }.finish();
+        }
+    }
+
     pub(crate) fn track(&self, name: &[u8]) -> Option<Arc<TrackShared>> {
         lock(&self.inner.tracks).get(name).cloned()
     }
@@ -603,6 +611,18 @@ mod tests {
         assert!(p(0, 0).quinn() > p(1, i64::MAX).quinn());
         assert!(p(1, 0).quinn() > p(2, (1 << 27) - 1).quinn());
         assert!(p(2, 11).quinn() > p(2, 10).quinn());
+        assert!(p(2, 0).quinn() > p(3, (1 << 27) - 1).quinn());
+        assert!(p(3, -1).quinn() >= 0);
+    }
+
+    #[test]
+    fn a_removed_track_is_ended_and_gone() {
+        let b = broadcast();
+        let t = b.create_track("audio", TrackDelivery::default());
+        b.remove_track("audio");
+        assert!(b.track(b"audio").is_none());
+        assert!(lock(&t.shared.state).ended);
+        b.remove_track("audio");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! GStreamer plugin `moqsink`: a Media over QUIC publisher for H.264.
+//! GStreamer plugin `moqsink`: a Media over QUIC publisher for H.264 video and Opus/AAC audio.
 
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -9,7 +9,7 @@ use gst::glib;
 
 mod moqsink;
 
-pub use moqsink::MoqSink;
+pub use moqsink::{MoqSink, MoqSinkPad};
 
 /// The plugin's one tokio runtime; element instances share it.
 static RUNTIME: LazyLock<tokio::runtime::Runtime> =

@@ -1,4 +1,4 @@
-//! GStreamer plugin `moqsrc`: a Media over QUIC subscriber for H.264.
+//! GStreamer plugin `moqsrc`: a Media over QUIC subscriber for H.264 video and Opus/AAC audio.
 
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]

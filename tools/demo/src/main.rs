@@ -116,7 +116,7 @@ fn run() -> Result<(), String> {
 
     let receiver = gst::parse::launch(&format!(
         "moqsrc name=src url=moqt://127.0.0.1:{}/live tls-fingerprint={fingerprint} timeout=10 \
-         ! h264parse ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
+         ! h264parse name=parse ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
         args.port
     ))
     .map_err(|e| e.to_string())?
@@ -143,11 +143,12 @@ fn run() -> Result<(), String> {
             None
         });
     let idx = indices.clone();
+    // moqsrc's pads appear with the catalog: its output is watched at the parser.
     receiver
-        .by_name("src")
-        .expect("src")
-        .static_pad("src")
-        .expect("src pad")
+        .by_name("parse")
+        .expect("parser")
+        .static_pad("sink")
+        .expect("parser sink pad")
         .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             if let Some(b) = info.buffer() {
                 idx.lock().unwrap().push(b.offset());

@@ -158,7 +158,7 @@ impl Watcher {
     pub fn start(url: &str, fingerprint: &str) -> Result<Watcher, String> {
         init()?;
         let description = format!(
-            "moqsrc name=src url={url} tls-fingerprint={fingerprint} ! fakesink sync=false async=false"
+            "moqsrc name=src url={url} tls-fingerprint={fingerprint} ! fakesink name=out sync=false async=false"
         );
         let pipeline = gst::parse::launch(&description)
             .map_err(|e| format!("watcher pipeline: {e}"))?
@@ -166,10 +166,11 @@ impl Watcher {
             .map_err(|_| "watcher: not a pipeline".to_string())?;
         let log = Arc::new(Mutex::new(FrameLog::default()));
         let record = log.clone();
+        // moqsrc's pads appear with the catalog: its output is watched at the sink.
         pipeline
-            .by_name("src")
-            .and_then(|src| src.static_pad("src"))
-            .ok_or("watcher: no moqsrc src pad")?
+            .by_name("out")
+            .and_then(|sink| sink.static_pad("sink"))
+            .ok_or("watcher: no sink pad")?
             .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
                 if let Some(buffer) = info.buffer() {
                     let discont = buffer.flags().contains(gst::BufferFlags::DISCONT);

@@ -131,16 +131,17 @@ pub fn receive(url: &str, fingerprint: &str, moqsrc_props: &str) -> Result<(), S
     media::init()?;
     let description = format!(
         "moqsrc name=src url={url} tls-fingerprint={fingerprint} {moqsrc_props} \
-         ! h264parse ! avdec_h264 ! fakesink name=out sync=true signal-handoffs=true"
+         ! h264parse name=parse ! avdec_h264 ! fakesink name=out sync=true signal-handoffs=true"
     );
     let pipeline = gst::parse::launch(&description)
         .map_err(|e| format!("receiver pipeline: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "receiver: not a pipeline".to_string())?;
+    // moqsrc's pads appear with the catalog: its output is watched at the parser.
     pipeline
-        .by_name("src")
-        .and_then(|src| src.static_pad("src"))
-        .ok_or("receiver: no moqsrc src pad")?
+        .by_name("parse")
+        .and_then(|parse| parse.static_pad("sink"))
+        .ok_or("receiver: no parser sink pad")?
         .add_probe(gst::PadProbeType::BUFFER, |_, info| {
             if let Some(buffer) = info.buffer() {
                 let now = unix_now_us();

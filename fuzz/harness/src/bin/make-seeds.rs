@@ -21,7 +21,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use h264::{FrameKind, ParameterSets, StreamFormat};
 use moq_fuzz_harness::receive::{Encoder, HeaderSpec, INITIAL, Op, Scenario, Step, Time};
 use moq_media::FrameHeader;
-use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
+use moq_media::audio::OpusHead;
+use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::{DeliveryMode, Mapper, priority};
 use moq_wire::draft14::*;
 
@@ -791,28 +792,40 @@ fn catalog_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
         .ok_or("codec_data has no usable SPS")?;
     for mode in DeliveryMode::ALL {
         let mut tracks = vec![TrackEntry {
-            name: catalog::BASE_TRACK.into(),
-            role: TrackRole::Base,
+            codec: Some(sps.codec_string()),
+            width: Some(sps.width),
+            height: Some(sps.height),
+            framerate: Some([24, 1]),
+            avcc: Some(catalog::hex_encode(&stream.sets.avcc())),
+            enhancement: mode
+                .splits_layers()
+                .then(|| catalog::ENHANCEMENT_TRACK.into()),
+            ..TrackEntry::new(catalog::BASE_TRACK, TrackKind::Video)
         }];
         if mode.splits_layers() {
             tracks.push(TrackEntry {
-                name: catalog::ENHANCEMENT_TRACK.into(),
-                role: TrackRole::Enhancement,
+                base: Some(catalog::BASE_TRACK.into()),
+                ..TrackEntry::new(catalog::ENHANCEMENT_TRACK, TrackKind::VideoEnhancement)
             });
         }
+        // Audio of both codecs: Opus with its OpusHead, AAC-LC with its AudioSpecificConfig.
+        let (codec, config) = if mode.newest_group_first() {
+            ("opus", OpusHead::simple(2, 48_000).to_bytes())
+        } else {
+            ("mp4a.40.2", vec![0x11, 0x90])
+        };
+        tracks.push(TrackEntry {
+            codec: Some(codec.into()),
+            sample_rate: Some(48_000),
+            channels: Some(2),
+            config: Some(catalog::hex_encode(&config)),
+            ..TrackEntry::new(catalog::AUDIO_TRACK, TrackKind::Audio)
+        });
         let doc = Catalog {
             version: Catalog::VERSION,
             timescale: catalog::TIMESCALE,
             delivery: mode.name().into(),
             epoch: WALL_CLOCK_US / 1_000,
-            video: VideoInfo {
-                codec: sps.codec_string(),
-                width: sps.width,
-                height: sps.height,
-                framerate: Some([24, 1]),
-                avcc: catalog::hex_encode(&stream.sets.avcc()),
-                gop_frames: mode.newest_group_first().then_some(15),
-            },
             tracks,
         };
         Catalog::from_json(&doc.to_json()).map_err(|e| format!("catalog: {e}"))?;

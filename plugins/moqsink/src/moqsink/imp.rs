@@ -1,6 +1,7 @@
+use std::collections::HashSet;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -8,11 +9,7 @@ use bytes::Bytes;
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
-use gst_base::prelude::*;
-use gst_base::subclass::prelude::*;
-use h264::StreamFormat;
-use moq_media::catalog::BASE_TRACK;
-use moq_session::blocking::Canceller;
+use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
     Broadcast, EVENT_QUEUE, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server, ServerEvent,
@@ -21,11 +18,13 @@ use moq_session::{
 use tokio::sync::mpsc;
 
 use super::adapt::{self, Adaptation, Target};
+use super::caps::{self, MediaKind};
 use super::encoder::Encoder;
-use super::publisher::{AuTiming, Dropped, ENHANCEMENT_MAX_AGE, Publisher, StreamParams};
-use super::{CongestionControl, Delivery, RateControl, RatePolicy};
+use super::publisher::{AuTiming, Dropped, MediaTrack, Publisher, TrackId};
+use super::track_sink::TrackSink;
+use super::video::ENHANCEMENT_MAX_AGE;
+use super::{CongestionControl, Delivery, MoqSinkPad, RateControl, RatePolicy};
 use crate::RUNTIME;
-use moq_media::rate_control::RateConfig;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -37,10 +36,6 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 
 const DEFAULT_LISTEN: &str = "0.0.0.0:4443";
 const DEFAULT_NAMESPACE: &str = "live";
-/// How long EOS waits for subscribers to receive everything already published.
-const EOS_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// Frame duration assumed when neither the buffer nor the caps give one (30 fps).
-const FALLBACK_FRAME_US: u64 = 33_333;
 const DEFAULT_MAX_SUBSCRIBERS: u32 = 1000;
 const DEFAULT_MAX_BACKLOG_MS: u32 = 3000;
 const DEFAULT_SUBSCRIBER_TIMEOUT_S: u32 = 10;
@@ -79,6 +74,8 @@ struct Settings {
     target_max: u32,
     /// 0: the encoder's own bitrate.
     target_start: u32,
+    /// The pads' sinks synchronise on the clock.
+    sync: bool,
 }
 
 impl Settings {
@@ -113,6 +110,7 @@ impl Default for Settings {
             target_min: DEFAULT_TARGET_MIN,
             target_max: DEFAULT_TARGET_MAX,
             target_start: 0,
+            sync: true,
         }
     }
 }
@@ -129,9 +127,8 @@ struct Started {
     link: Link,
     broadcast: Broadcast,
     publisher: Publisher,
-    warned_no_keyframe: bool,
-    /// Synthesised timestamps when buffers carry none.
-    next_fallback_pts: u64,
+    /// Tracks already warned about frames before their first keyframe.
+    warned_no_keyframe: HashSet<TrackId>,
     malformed: MalformedReports,
     /// With `rate-control=encoder`.
     adaptation: Option<Adaptation>,
@@ -141,8 +138,8 @@ struct Started {
     adapting: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Malformed access units, reported on the bus without flooding it: the first at once,
-/// then at most one report per interval with the count since the last one.
+/// Malformed frames, reported on the bus without flooding it: the first at once, then at
+/// most one report per interval with the count since the last one.
 #[derive(Default)]
 struct MalformedReports {
     unreported: u64,
@@ -164,13 +161,35 @@ impl MalformedReports {
     }
 }
 
+/// A request pad and the sink behind it.
+#[derive(Debug, Clone)]
+struct PadEntry {
+    id: TrackId,
+    kind: MediaKind,
+    /// `n` of `video_n` / `audio_n`.
+    index: u32,
+    pad: MoqSinkPad,
+    sink: TrackSink,
+}
+
+impl PadEntry {
+    /// The pad's `track` property, or the name its index gives.
+    fn track_name(&self) -> String {
+        self.pad
+            .track()
+            .unwrap_or_else(|| self.kind.default_track_name(self.index))
+    }
+}
+
 #[derive(Default)]
 pub struct MoqSink {
     settings: Mutex<Settings>,
     /// The TLS identity, created on first use so `tls-fingerprint` can be read before start.
     identity: Mutex<Option<Arc<ServerIdentity>>>,
     state: Mutex<Option<Started>>,
-    canceller: Canceller,
+    /// Lock order: `pads` is never taken while `state` is held, nor the reverse.
+    pads: Mutex<Vec<PadEntry>>,
+    next_track_id: AtomicU32,
     /// The subscribers' delivery rate under the rate policy, bit/s (0: unknown).
     estimated_bps: AtomicU64,
     /// The encoder target last set, bit/s (0: none).
@@ -182,7 +201,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Wall clock, µs since the UNIX epoch.
-fn unix_now_us() -> u64 {
+pub(super) fn unix_now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
@@ -310,29 +329,39 @@ impl MoqSink {
         Ok(Link::Listen(server))
     }
 
-    /// Asks upstream for a keyframe, so a new viewer starts without waiting for a GoP; at
-    /// most once per GoP, however many viewers join.
-    fn request_keyframe(&self) {
-        let allowed = lock(&self.state)
-            .as_mut()
-            .is_some_and(|s| s.publisher.allow_keyframe_request(unix_now_us()));
-        if !allowed {
-            gst::debug!(CAT, imp = self, "keyframe requested less than a GoP ago");
+    /// Asks the encoder upstream of video track `track` for a keyframe, so a new viewer
+    /// starts without waiting for a GoP; at most once per GoP, however many viewers join.
+    fn request_keyframe(&self, track: &str) {
+        let decision = lock(&self.state).as_mut().and_then(|s| {
+            let id = s.publisher.video_track_named(track)?;
+            Some((id, s.publisher.allow_keyframe_request(id, unix_now_us())))
+        });
+        let id = match decision {
+            Some((id, true)) => id,
+            Some((_, false)) => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{track}: keyframe requested less than a GoP ago"
+                );
+                return;
+            }
+            // Not a video track: nothing to ask for.
+            None => return,
+        };
+        let Some(entry) = self.pad_entry(id) else {
             return;
-        }
+        };
         let event = gst::event::CustomUpstream::new(
             gst::Structure::builder("GstForceKeyUnit")
                 .field("all-headers", true)
                 .build(),
         );
-        let Some(pad) = self.obj().static_pad("sink") else {
-            return;
-        };
-        if !pad.push_event(event) {
+        if !entry.pad.push_event(event) {
             gst::debug!(
                 CAT,
                 imp = self,
-                "upstream did not handle the keyframe request"
+                "{track}: upstream did not handle the keyframe request"
             );
         }
     }
@@ -347,45 +376,6 @@ impl MoqSink {
                 .src(&*self.obj())
                 .build(),
         );
-    }
-
-    fn timing(&self, state: &mut Started, buffer: &gst::BufferRef) -> AuTiming {
-        let obj = self.obj();
-        let segment = obj.segment();
-        // Signed running time: a DTS before the segment start (B-frame reordering delay at
-        // the very beginning) is negative, not missing.
-        let to_running = |t: Option<gst::ClockTime>| -> Option<i64> {
-            let seg = segment.downcast_ref::<gst::format::Time>()?;
-            match seg.to_running_time_full(t?)? {
-                gst::Signed::Positive(v) => Some(v.useconds() as i64),
-                gst::Signed::Negative(v) => Some(-(v.useconds() as i64)),
-            }
-        };
-        let frame_us = buffer.duration().map(|d| d.useconds()).unwrap_or_else(|| {
-            state
-                .publisher
-                .framerate()
-                .map_or(FALLBACK_FRAME_US, |[n, d]| {
-                    1_000_000 * d as u64 / n.max(1) as u64
-                })
-        });
-        let pts = to_running(buffer.pts()).or_else(|| to_running(buffer.dts()));
-        let dts = to_running(buffer.dts()).or(pts);
-        let (pts, dts) = match (pts, dts) {
-            (Some(p), Some(d)) => (p, d),
-            _ => {
-                let t = state.next_fallback_pts as i64;
-                (t, t)
-            }
-        };
-        state.next_fallback_pts = pts.max(0) as u64 + frame_us;
-        AuTiming {
-            pts,
-            dts,
-            duration: frame_us,
-            availability_us: unix_now_us(),
-            marked_key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
-        }
     }
 
     /// Reads the paths, updates `estimated-bitrate` and, with `rate-control=encoder`, the
@@ -424,26 +414,37 @@ impl MoqSink {
         true
     }
 
-    /// The encoder upstream, found once; a warning the first time there is none.
+    /// The encoder upstream of the first video pad, found once; a warning the first time
+    /// there is none.
     fn encoder(&self) -> Option<Encoder> {
+        let known = lock(&self.state).as_ref()?.encoder.clone();
+        if known.is_some() {
+            return known;
+        }
+        let found = self
+            .first_video_pad()
+            .and_then(|pad| Encoder::find_upstream(&pad));
         let mut state = lock(&self.state);
         let started = state.as_mut()?;
-        if started.encoder.is_none() {
-            started.encoder = self
-                .obj()
-                .static_pad("sink")
-                .and_then(|pad| Encoder::find_upstream(&pad));
-        }
-        if started.encoder.is_none() && !std::mem::replace(&mut started.warned_no_encoder, true) {
+        started.encoder = found.clone();
+        if found.is_none() && !std::mem::replace(&mut started.warned_no_encoder, true) {
             drop(state);
             gst::element_imp_warning!(
                 self,
                 gst::CoreError::NotImplemented,
                 ("rate-control=encoder: no encoder with a bitrate property upstream; the target is only posted as moq-target-bitrate")
             );
-            return None;
         }
-        started.encoder.clone()
+        found
+    }
+
+    /// The first video pad, as a pad upstream elements link to.
+    fn first_video_pad(&self) -> Option<gst::Pad> {
+        lock(&self.pads)
+            .iter()
+            .filter(|e| e.kind == MediaKind::Video)
+            .min_by_key(|e| e.index)
+            .map(|e| e.pad.clone().upcast())
     }
 
     /// Sets the encoder to `target` and tells the application.
@@ -485,8 +486,7 @@ impl MoqSink {
             return None;
         }
         let encoder = self
-            .obj()
-            .static_pad("sink")
+            .first_video_pad()
             .and_then(|pad| Encoder::find_upstream(&pad));
         let start = match settings.target_start {
             0 => encoder
@@ -521,31 +521,44 @@ impl MoqSink {
         let Some(started) = state.as_ref() else {
             return s.build();
         };
-        let (published, base, enh) = started.publisher.stats();
-        for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
-            s = s
-                .field(format!("frames-{kind}"), published.frames[i])
-                .field(format!("bytes-{kind}"), published.bytes[i]);
+        // The first video track's figures at the top level, as before tracks were pads.
+        let first_video = started.publisher.tracks().find_map(|(_, t)| match t {
+            MediaTrack::Video(v) => Some(v),
+            MediaTrack::Audio(_) => None,
+        });
+        if let Some(video) = first_video {
+            let (published, base, enh) = video.stats();
+            for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
+                s = s
+                    .field(format!("frames-{kind}"), published.frames[i])
+                    .field(format!("bytes-{kind}"), published.bytes[i]);
+            }
+            s = s.field("frames-refused", published.dropped);
+            for (layer, stats) in [("base", Some(base)), ("enhancement", enh)] {
+                let t = stats.unwrap_or_default();
+                s = s
+                    .field(format!("{layer}-objects-sent"), t.objects_sent)
+                    .field(format!("{layer}-bytes-sent"), t.bytes_sent)
+                    .field(format!("{layer}-objects-dropped"), t.objects_dropped)
+                    .field(format!("{layer}-groups-superseded"), t.groups_superseded)
+                    .field(format!("{layer}-groups-expired"), t.groups_expired)
+                    .field(format!("{layer}-groups-over-budget"), t.groups_over_budget)
+                    .field(format!("{layer}-groups-missed"), t.groups_missed)
+                    .field(format!("{layer}-streams-reset"), t.streams_reset);
+            }
         }
-        s = s.field("frames-refused", published.dropped).field(
+        let tracks: Vec<gst::Structure> = started
+            .publisher
+            .tracks()
+            .map(|(_, track)| track_stats(track))
+            .collect();
+        s = s.field("tracks", gst::Array::new(tracks)).field(
             "subscribers",
             match &started.link {
                 Link::Listen(server) => server.session_count() as u32,
                 Link::Relay(relay) => u32::from(relay.is_announced()),
             },
         );
-        for (layer, stats) in [("base", Some(base)), ("enhancement", enh)] {
-            let t = stats.unwrap_or_default();
-            s = s
-                .field(format!("{layer}-objects-sent"), t.objects_sent)
-                .field(format!("{layer}-bytes-sent"), t.bytes_sent)
-                .field(format!("{layer}-objects-dropped"), t.objects_dropped)
-                .field(format!("{layer}-groups-superseded"), t.groups_superseded)
-                .field(format!("{layer}-groups-expired"), t.groups_expired)
-                .field(format!("{layer}-groups-over-budget"), t.groups_over_budget)
-                .field(format!("{layer}-groups-missed"), t.groups_missed)
-                .field(format!("{layer}-streams-reset"), t.streams_reset);
-        }
         let sessions = match &started.link {
             Link::Listen(server) => server.sessions(),
             Link::Relay(relay) => relay.session().into_iter().collect(),
@@ -578,37 +591,247 @@ impl MoqSink {
         .build()
     }
 
-    fn drain(&self) {
-        let broadcast = match lock(&self.state).as_ref() {
-            Some(started) => started.broadcast.clone(),
-            None => return,
-        };
-        broadcast.finish();
-        gst::debug!(
-            CAT,
-            imp = self,
-            "EOS: waiting for {} subscription(s) to drain",
-            broadcast.active_subscriptions()
-        );
-        let drained = self.canceller.block_on(RUNTIME.handle(), async {
-            tokio::time::timeout(EOS_DRAIN_TIMEOUT, broadcast.drained()).await
+    /// Binds or connects, ready for the pads' tracks (READY → PAUSED).
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let namespace = moq_session::parse_namespace(&settings.namespace)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
+        let broadcast = Broadcast::new(namespace);
+        let timeout = (settings.delivery_timeout_ms > 0)
+            .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
+        let mut publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
+        // The pads' tracks exist from the start, so early subscribers find them.
+        for entry in lock(&self.pads).iter() {
+            publisher
+                .add_track(entry.id, entry.kind, &entry.track_name())
+                .map_err(|e| {
+                    gst::error_msg!(
+                        gst::ResourceError::Settings,
+                        ["pad {}: {e}", entry.pad.name()]
+                    )
+                })?;
+        }
+        if settings.keyframe_on_subscribe {
+            let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+            broadcast.on_subscribe(tx);
+            RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
+        }
+        let link = self.start_link(&settings, &broadcast)?;
+        self.estimated_bps.store(0, Ordering::Relaxed);
+        self.target_bps.store(0, Ordering::Relaxed);
+        let (adaptation, encoder) = self.start_adaptation(&settings).unzip();
+        *lock(&self.state) = Some(Started {
+            link,
+            broadcast,
+            publisher,
+            warned_no_keyframe: HashSet::new(),
+            malformed: MalformedReports::default(),
+            adaptation,
+            encoder: encoder.flatten(),
+            warned_no_encoder: false,
+            rate_policy: settings.rate_policy,
+            adapting: None,
         });
-        if !matches!(drained, Ok(Ok(()))) {
-            gst::warning!(
-                CAT,
-                imp = self,
-                "EOS: {} subscription(s) did not receive everything",
-                broadcast.active_subscriptions()
-            );
+        let adapting = RUNTIME.spawn(adapt_loop(self.obj().downgrade()));
+        if let Some(started) = lock(&self.state).as_mut() {
+            started.adapting = Some(adapting);
+        }
+        Ok(())
+    }
+
+    fn stop(&self) {
+        if let Some(started) = lock(&self.state).take() {
+            if let Some(adapting) = &started.adapting {
+                adapting.abort();
+            }
+            started.broadcast.finish();
+            if let Link::Listen(server) = &started.link {
+                server.close();
+            }
         }
     }
-}
 
+    fn pad_entry(&self, id: TrackId) -> Option<PadEntry> {
+        lock(&self.pads).iter().find(|e| e.id == id).cloned()
+    }
+
+    /// New caps on a pad (from its sink's `set_caps`): the track is created on the first.
+    pub(super) fn track_caps(&self, id: TrackId, caps: &gst::Caps) -> Result<(), String> {
+        let entry = self.pad_entry(id).ok_or("the pad was released")?;
+        let s = caps.structure(0).ok_or("empty caps")?;
+        let name = entry.track_name();
+        let mut state = lock(&self.state);
+        let started = state.as_mut().ok_or("caps before the element started")?;
+        let result = match entry.kind {
+            MediaKind::Video => {
+                let (params, avcc) = caps::video_params(s)?;
+                let map = avcc.as_ref().and_then(|b| b.map_readable().ok());
+                started
+                    .publisher
+                    .set_video_stream(id, &name, params, map.as_deref())
+            }
+            MediaKind::Audio => {
+                let params = caps::audio_params(s)?;
+                started
+                    .publisher
+                    .set_audio_stream(id, &name, params, unix_now_us())
+            }
+        };
+        result.map_err(|e| format!("track {name:?}: {e}"))
+    }
+
+    /// Publishes one frame of the pad's track (from its sink's `render`).
+    pub(super) fn track_render(&self, id: TrackId, buffer: &gst::Buffer, timing: AuTiming) {
+        // The frame is shared with every subscriber as it is, not copied.
+        let Ok(map) = buffer.clone().into_mapped_buffer_readable() else {
+            gst::warning!(CAT, imp = self, "cannot map a buffer");
+            return;
+        };
+        let data = Bytes::from_owner(map);
+        let len = data.len();
+        let mut state = lock(&self.state);
+        let Some(started) = state.as_mut() else {
+            return;
+        };
+        let kind = started
+            .publisher
+            .track(id)
+            .map(|t| matches!(t, MediaTrack::Video(_)));
+        let name = started
+            .publisher
+            .track(id)
+            .map_or_else(String::new, |t| t.name().to_owned());
+        let result = match kind {
+            Some(true) => started
+                .publisher
+                .push_video(id, data, timing)
+                .map(|placed| {
+                    gst::trace!(
+                        CAT,
+                        imp = self,
+                        "{name}: {:?} AU → {:?} group {}",
+                        placed.info.kind,
+                        placed.role,
+                        placed.group
+                    );
+                }),
+            Some(false) => started.publisher.push_audio(id, data, timing),
+            None => Err(Dropped::NotConfigured),
+        };
+        let report = match result {
+            Ok(()) => None,
+            Err(Dropped::NoKeyframeYet) => started.warned_no_keyframe.insert(id).then(|| {
+                format!("{name}: dropping access units until a keyframe with SPS/PPS arrives")
+            }),
+            Err(Dropped::AfterRefusedKeyframe) => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{name}: dropping an AU that depends on a refused keyframe"
+                );
+                None
+            }
+            Err(Dropped::NotConfigured) => {
+                gst::debug!(CAT, imp = self, "dropping a frame of a pad without caps");
+                None
+            }
+            Err(Dropped::Malformed(reason)) => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{name}: malformed frame ({len} bytes): {reason}"
+                );
+                started.malformed.count(Instant::now()).map(|n| {
+                    format!(
+                        "{name}: dropped {n} malformed frame(s), the last of {len} bytes: {reason}"
+                    )
+                })
+            }
+        };
+        drop(state);
+        // Posted without holding the state: bus handlers may call back into the element.
+        if let Some(text) = report {
+            gst::element_imp_warning!(self, gst::StreamError::Decode, ("{text}"));
+        }
+    }
+
+    /// The pad's stream ended (its sink got EOS). Once every pad's has, the broadcast
+    /// ends: returned so the caller waits, cancellably, for subscribers to drain it.
+    pub(super) fn track_eos(&self, id: TrackId) -> Option<Broadcast> {
+        let mut state = lock(&self.state);
+        let started = state.as_mut()?;
+        if !started.publisher.end_track(id) {
+            return None;
+        }
+        started.publisher.finish();
+        Some(started.broadcast.clone())
+    }
+
+    /// A new request pad: a sink for it, inside the bin, behind a ghost pad.
+    fn add_track_pad(
+        &self,
+        templ: &gst::PadTemplate,
+        kind: MediaKind,
+        name: Option<&str>,
+    ) -> Option<gst::Pad> {
+        let entry = {
+            let mut pads = lock(&self.pads);
+            let taken = |i: u32| pads.iter().any(|e| e.kind == kind && e.index == i);
+            let index = match name {
+                Some(name) => {
+                    let index = name
+                        .strip_prefix(kind.prefix())
+                        .and_then(|rest| rest.strip_prefix('_'))
+                        .and_then(|n| n.parse::<u32>().ok())?;
+                    if taken(index) {
+                        gst::warning!(CAT, imp = self, "pad {name} already exists");
+                        return None;
+                    }
+                    index
+                }
+                None => (0..).find(|i| !taken(*i))?,
+            };
+            let id = self.next_track_id.fetch_add(1, Ordering::Relaxed);
+            let pad_name = format!("{}_{index}", kind.prefix());
+            let sink = TrackSink::new(id, kind, &format!("{pad_name}-sink"));
+            let pad = glib::Object::builder::<MoqSinkPad>()
+                .property("name", &pad_name)
+                .property("direction", gst::PadDirection::Sink)
+                .property("template", templ)
+                .build();
+            let entry = PadEntry {
+                id,
+                kind,
+                index,
+                pad,
+                sink,
+            };
+            pads.push(entry.clone());
+            entry
+        };
+        let sync = lock(&self.settings).sync;
+        entry.sink.set_property("sync", sync);
+        let attached = self.obj().add(&entry.sink).is_ok()
+            && entry
+                .sink
+                .static_pad("sink")
+                .is_some_and(|target| entry.pad.set_target(Some(&target)).is_ok())
+            && self.obj().add_pad(&entry.pad).is_ok();
+        if !attached {
+            lock(&self.pads).retain(|e| e.id != entry.id);
+            let _ = self.obj().remove(&entry.sink);
+            return None;
+        }
+        let _ = entry.sink.sync_state_with_parent();
+        gst::debug!(CAT, imp = self, "added pad {}", entry.pad.name());
+        Some(entry.pad.upcast())
+    }
+}
 #[glib::object_subclass]
 impl ObjectSubclass for MoqSink {
     const NAME: &'static str = "GstMoqSink";
     type Type = super::MoqSink;
-    type ParentType = gst_base::BaseSink;
+    type ParentType = gst::Bin;
 }
 
 impl ObjectImpl for MoqSink {
@@ -623,7 +846,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecString::builder("namespace")
                     .nick("Namespace")
-                    .blurb("Track namespace to publish; '/' separates tuple fields (tracks: catalog, video)")
+                    .blurb("Track namespace to publish; '/' separates tuple fields (tracks: catalog, and one per pad: video, audio, video-1, ...)")
                     .default_value(Some(DEFAULT_NAMESPACE))
                     .mutable_ready()
                     .build(),
@@ -655,7 +878,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames and bytes published per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
+                    .blurb("Per track (`tracks`): name, kind, frames, bytes, frames refused, objects sent and dropped, streams reset; for the first video track at the top level: frames and bytes per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
                     .read_only()
                     .build(),
                 glib::ParamSpecString::builder("url")
@@ -746,6 +969,12 @@ impl ObjectImpl for MoqSink {
                     .blurb("bit/s last set on the encoder by rate control (0: none); notifies when it changes")
                     .read_only()
                     .build(),
+                glib::ParamSpecBoolean::builder("sync")
+                    .nick("Sync")
+                    .blurb("Publish each frame at its running time on the clock (as any sink with sync); false publishes frames as soon as they arrive")
+                    .default_value(true)
+                    .mutable_playing()
+                    .build(),
                 glib::ParamSpecUInt::builder("subscriber-timeout")
                     .nick("Subscriber timeout")
                     .blurb("Seconds a subscriber may take no data at all (it does not read) before it is disconnected")
@@ -799,9 +1028,16 @@ impl ObjectImpl for MoqSink {
             "target-min-bitrate" => settings.target_min = value.get().unwrap_or(DEFAULT_TARGET_MIN),
             "target-max-bitrate" => settings.target_max = value.get().unwrap_or(DEFAULT_TARGET_MAX),
             "target-start-bitrate" => settings.target_start = value.get().unwrap_or_default(),
+            "sync" => settings.sync = value.get().unwrap_or(true),
             other => unreachable!("unknown property {other}"),
         }
+        let sync = settings.sync;
         drop(settings);
+        if pspec.name() == "sync" {
+            for entry in lock(&self.pads).iter() {
+                entry.sink.set_property("sync", sync);
+            }
+        }
         // Never nested in `settings` (see `identity`).
         if identity_changed {
             *lock(&self.identity) = None;
@@ -832,6 +1068,7 @@ impl ObjectImpl for MoqSink {
             "target-min-bitrate" => settings.target_min.to_value(),
             "target-max-bitrate" => settings.target_max.to_value(),
             "target-start-bitrate" => settings.target_start.to_value(),
+            "sync" => settings.sync.to_value(),
             "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
             "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
             "tls-fingerprint" if settings.url.is_some() => settings.relay_fingerprint.to_value(),
@@ -855,206 +1092,114 @@ impl ElementImpl for MoqSink {
             gst::subclass::ElementMetadata::new(
                 "MoQ Sink",
                 "Sink/Network",
-                "Publishes H.264 access units as Media over QUIC Transport (draft-14) tracks",
+                "Publishes H.264 video and Opus or AAC audio as Media over QUIC Transport (draft-14) tracks",
                 "moqsink developers",
             )
         });
         Some(&*METADATA)
     }
 
-    // Static caps and names: creating the template cannot fail.
+    // Static caps and names: creating the templates cannot fail.
     #[allow(clippy::expect_used)]
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = gst::Caps::builder("video/x-h264")
-                .field("stream-format", gst::List::new(["byte-stream", "avc"]))
-                .field("alignment", "au")
-                .build();
-            vec![
-                gst::PadTemplate::new(
-                    "sink",
-                    gst::PadDirection::Sink,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .expect("valid pad template"),
-            ]
+            [MediaKind::Video, MediaKind::Audio]
+                .into_iter()
+                .map(|kind| {
+                    gst::PadTemplate::with_gtype(
+                        &format!("{}_%u", kind.prefix()),
+                        gst::PadDirection::Sink,
+                        gst::PadPresence::Request,
+                        &kind.caps(),
+                        MoqSinkPad::static_type(),
+                    )
+                    .expect("valid pad template")
+                })
+                .collect()
         });
         TEMPLATES.as_ref()
     }
+
+    fn request_new_pad(
+        &self,
+        templ: &gst::PadTemplate,
+        name: Option<&str>,
+        _caps: Option<&gst::Caps>,
+    ) -> Option<gst::Pad> {
+        let kind = MediaKind::of_template(templ.name_template())?;
+        self.add_track_pad(templ, kind, name)
+    }
+
+    fn release_pad(&self, pad: &gst::Pad) {
+        let entry = {
+            let mut pads = lock(&self.pads);
+            let Some(at) = pads
+                .iter()
+                .position(|e| e.pad.upcast_ref::<gst::Pad>() == pad)
+            else {
+                return;
+            };
+            pads.remove(at)
+        };
+        if let Some(started) = lock(&self.state).as_mut() {
+            started.publisher.remove_track(entry.id, unix_now_us());
+        }
+        let _ = entry.sink.set_state(gst::State::Null);
+        let _ = self.obj().remove(&entry.sink);
+        let _ = pad.set_active(false);
+        let _ = self.obj().remove_pad(pad);
+        gst::debug!(CAT, imp = self, "released pad {}", pad.name());
+    }
+
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::ReadyToPaused
+            && let Err(err) = self.start()
+        {
+            self.post_error_message(err);
+            return Err(gst::StateChangeError);
+        }
+        let result = self.parent_change_state(transition);
+        if transition == gst::StateChange::PausedToReady || result.is_err() {
+            self.stop();
+        }
+        result
+    }
 }
 
-impl BaseSinkImpl for MoqSink {
-    fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let settings = lock(&self.settings).clone();
-        let namespace = moq_session::parse_namespace(&settings.namespace)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
-        let broadcast = Broadcast::new(namespace);
-        let timeout = (settings.delivery_timeout_ms > 0)
-            .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
-        let publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
-        if settings.keyframe_on_subscribe {
-            let (tx, rx) = mpsc::channel(EVENT_QUEUE);
-            broadcast.on_subscribe(tx);
-            RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
+impl BinImpl for MoqSink {}
+
+/// A track's delivery figures, for `stats`.
+fn track_stats(track: &MediaTrack) -> gst::Structure {
+    match track {
+        MediaTrack::Video(video) => {
+            let (published, base, _) = video.stats();
+            gst::Structure::builder("moqsink-track")
+                .field("name", video.name())
+                .field("kind", "video")
+                .field("frames", published.frames.iter().sum::<u64>())
+                .field("bytes", published.bytes.iter().sum::<u64>())
+                .field("frames-refused", published.dropped)
+                .field("objects-sent", base.objects_sent)
+                .field("objects-dropped", base.objects_dropped)
+                .field("streams-reset", base.streams_reset)
+                .build()
         }
-        let link = self.start_link(&settings, &broadcast)?;
-        self.estimated_bps.store(0, Ordering::Relaxed);
-        self.target_bps.store(0, Ordering::Relaxed);
-        let (adaptation, encoder) = self.start_adaptation(&settings).unzip();
-        *lock(&self.state) = Some(Started {
-            link,
-            broadcast,
-            publisher,
-            warned_no_keyframe: false,
-            next_fallback_pts: 0,
-            malformed: MalformedReports::default(),
-            adaptation,
-            encoder: encoder.flatten(),
-            warned_no_encoder: false,
-            rate_policy: settings.rate_policy,
-            adapting: None,
-        });
-        let adapting = RUNTIME.spawn(adapt_loop(self.obj().downgrade()));
-        if let Some(started) = lock(&self.state).as_mut() {
-            started.adapting = Some(adapting);
+        MediaTrack::Audio(audio) => {
+            let (published, t) = audio.stats();
+            gst::Structure::builder("moqsink-track")
+                .field("name", audio.name())
+                .field("kind", "audio")
+                .field("frames", published.frames)
+                .field("bytes", published.bytes)
+                .field("frames-refused", published.dropped)
+                .field("objects-sent", t.objects_sent)
+                .field("objects-dropped", t.objects_dropped)
+                .field("streams-reset", t.streams_reset)
+                .build()
         }
-        Ok(())
-    }
-
-    fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        if let Some(started) = lock(&self.state).take() {
-            if let Some(adapting) = &started.adapting {
-                adapting.abort();
-            }
-            started.broadcast.finish();
-            if let Link::Listen(server) = &started.link {
-                server.close();
-            }
-        }
-        Ok(())
-    }
-
-    fn set_caps(&self, caps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let s = caps
-            .structure(0)
-            .ok_or_else(|| gst::loggable_error!(CAT, "empty caps"))?;
-        let format = match s.get::<&str>("stream-format") {
-            Ok("avc") => {
-                let codec_data = s
-                    .get::<gst::Buffer>("codec_data")
-                    .map_err(|_| gst::loggable_error!(CAT, "avc caps without codec_data"))?;
-                let map = codec_data
-                    .map_readable()
-                    .map_err(|_| gst::loggable_error!(CAT, "unreadable codec_data"))?;
-                let (_, length_size) = h264::ParameterSets::from_avcc(&map)
-                    .map_err(|e| gst::loggable_error!(CAT, "invalid codec_data: {e}"))?;
-                StreamFormat::Avc { length_size }
-            }
-            _ => StreamFormat::ByteStream,
-        };
-        let framerate = s
-            .get::<gst::Fraction>("framerate")
-            .ok()
-            .filter(|f| f.numer() > 0 && f.denom() > 0)
-            .map(|f| [f.numer() as u32, f.denom() as u32]);
-        let params = StreamParams {
-            format: Some(format),
-            framerate,
-        };
-        let codec_data = s.get::<gst::Buffer>("codec_data").ok();
-        let codec_map = codec_data.as_ref().and_then(|b| b.map_readable().ok());
-        let mut state = lock(&self.state);
-        let started = state
-            .as_mut()
-            .ok_or_else(|| gst::loggable_error!(CAT, "caps before start"))?;
-        started
-            .publisher
-            .set_stream(
-                params,
-                codec_map
-                    .as_deref()
-                    .filter(|_| matches!(format, StreamFormat::Avc { .. })),
-            )
-            .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
-        gst::debug!(CAT, imp = self, "caps {caps}");
-        Ok(())
-    }
-
-    fn render(&self, buffer: &gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
-        // The access unit is shared with every subscriber as it is, not copied.
-        let map = buffer.clone().into_mapped_buffer_readable().map_err(|_| {
-            gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map buffer"]);
-            gst::FlowError::Error
-        })?;
-        let au = Bytes::from_owner(map);
-        let len = au.len();
-        let mut state = lock(&self.state);
-        let Some(started) = state.as_mut() else {
-            return Err(gst::FlowError::Flushing);
-        };
-        let timing = self.timing(started, buffer);
-        let report = match started.publisher.push(au, timing) {
-            Ok(published) => {
-                gst::trace!(
-                    CAT,
-                    imp = self,
-                    "{:?} AU → {:?} group {}",
-                    published.info.kind,
-                    published.role,
-                    published.group
-                );
-                None
-            }
-            Err(Dropped::NoKeyframeYet) => {
-                (!std::mem::replace(&mut started.warned_no_keyframe, true)).then(|| {
-                    "dropping access units until a keyframe with SPS/PPS arrives".to_owned()
-                })
-            }
-            Err(Dropped::AfterRefusedKeyframe) => {
-                gst::debug!(
-                    CAT,
-                    imp = self,
-                    "dropping an AU that depends on a refused keyframe"
-                );
-                None
-            }
-            Err(Dropped::Malformed(reason)) => {
-                gst::debug!(
-                    CAT,
-                    imp = self,
-                    "malformed access unit ({len} bytes): {reason}"
-                );
-                started.malformed.count(Instant::now()).map(|n| {
-                    format!(
-                        "dropped {n} malformed access unit(s), the last of {len} bytes: {reason}"
-                    )
-                })
-            }
-        };
-        drop(state);
-        // Posted without holding the state: bus handlers may call back into the element.
-        if let Some(text) = report {
-            gst::element_imp_warning!(self, gst::StreamError::Decode, ("{text}"));
-        }
-        Ok(gst::FlowSuccess::Ok)
-    }
-
-    fn event(&self, event: gst::Event) -> bool {
-        if let gst::EventView::Eos(_) = event.view() {
-            self.drain();
-        }
-        self.parent_event(event)
-    }
-
-    fn unlock(&self) -> Result<(), gst::ErrorMessage> {
-        self.canceller.cancel();
-        Ok(())
-    }
-
-    fn unlock_stop(&self) -> Result<(), gst::ErrorMessage> {
-        self.canceller.reset();
-        Ok(())
     }
 }
 
@@ -1146,7 +1291,7 @@ async fn forward_relay_events(
     }
 }
 
-/// Asks for a keyframe whenever a subscriber joins the video track.
+/// Asks for a keyframe whenever a subscriber joins a video track.
 async fn request_keyframes(
     element: glib::WeakRef<super::MoqSink>,
     mut subscribed: mpsc::Receiver<String>,
@@ -1155,13 +1300,7 @@ async fn request_keyframes(
         let Some(element) = element.upgrade() else {
             return;
         };
-        if track == BASE_TRACK {
-            gst::debug!(
-                CAT,
-                obj = element,
-                "subscriber joined {track}: requesting a keyframe"
-            );
-            element.imp().request_keyframe();
-        }
+        gst::debug!(CAT, obj = element, "subscriber joined {track}");
+        element.imp().request_keyframe(&track);
     }
 }

@@ -1,22 +1,33 @@
-//! `moqsink`: publishes parsed H.264 as MoQ Transport tracks.
+//! `moqsink`: publishes parsed H.264 video and Opus or AAC audio as MoQ Transport tracks.
 //!
 //! ```text
 //! gst-launch-1.0 videotestsrc is-live=true ! video/x-raw,format=I420,framerate=24/1 \
-//!     ! x264enc bframes=3 key-int-max=15 ! h264parse ! moqsink listen=0.0.0.0:4443
+//!     ! x264enc bframes=3 key-int-max=15 ! h264parse ! m.video_0 \
+//!     audiotestsrc is-live=true ! opusenc ! m.audio_0 \
+//!     moqsink name=m listen=0.0.0.0:4443
 //! ```
 //!
-//! Every access unit is classified (key / reference / non-reference), mapped to a group
-//! and object of the `video` track (DESIGN.md §4) and handed to the session layer, whose
-//! tasks send it to each subscriber on QUIC streams. The streaming thread never waits
-//! on the network.
+//! A bin with request pads `video_%u` and `audio_%u`, each backed by a sink of its own
+//! (so each synchronises, prerolls and reaches EOS as a sink does) and each a track of
+//! the broadcast. Every access unit is classified (key / reference / non-reference),
+//! mapped to a group and object of its video track (DESIGN.md §4), audio frames to short
+//! groups above all video, and handed to the session layer, whose tasks send them to
+//! each subscriber on QUIC streams. The streaming threads never wait on the network.
 
 use gst::glib;
 use gst::prelude::*;
 
 mod adapt;
+mod audio;
+mod caps;
 mod encoder;
 mod imp;
+mod pad;
 mod publisher;
+mod track_sink;
+mod video;
+
+pub use pad::MoqSinkPad;
 
 /// How frames are mapped to QUIC streams and prioritised (the `delivery` property).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
@@ -148,10 +159,12 @@ impl From<Delivery> for moq_media::DeliveryMode {
 
 glib::wrapper! {
     pub struct MoqSink(ObjectSubclass<imp::MoqSink>)
-        @extends gst_base::BaseSink, gst::Element, gst::Object;
+        @extends gst::Bin, gst::Element, gst::Object,
+        @implements gst::ChildProxy;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    MoqSinkPad::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "moqsink",

@@ -1,27 +1,31 @@
-//! Turns access units into objects on the broadcast's tracks. Free of GStreamer so the
-//! element only translates buffers, caps and events.
+//! The broadcast as the element publishes it: a media track per sink pad, and the
+//! catalog that lists them. Free of GStreamer so the element only translates buffers,
+//! caps and events.
+//!
+//! The catalog is first published once every track with caps can describe itself (video
+//! needs a keyframe for its parameter sets), or [`CATALOG_HOLD`] after the first one
+//! could, so one slow track does not hide the others; afterwards on every change, e.g. a
+//! pad added while playing or new parameter sets.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use h264::{AuInfo, FrameKind, StreamFormat, StreamParser};
-use moq_media::catalog::{self, Catalog, TrackEntry, TrackRole, VideoInfo};
+use moq_media::DeliveryMode;
+use moq_media::catalog::{self, Catalog, TrackEntry};
 use moq_media::mapping::priority::{self, Urgency};
-use moq_media::{DeliveryMode, FrameHeader, KeyframeRequests, Mapper};
-use moq_session::{
-    Broadcast, GroupOrder, GroupWriter, Payload, Priority, TrackDelivery, TrackProducer, TrackStats,
-};
+use moq_session::{Broadcast, Priority, TrackDelivery, TrackProducer};
 
-/// Without a delivery timeout, non-reference frames still expire after this long: past
-/// it they would reach a receiver after their display time.
-pub const ENHANCEMENT_MAX_AGE: Duration = Duration::from_millis(500);
+use super::audio::{AudioParams, AudioTrack};
+use super::video::{Placed, StreamParams, VideoTrack};
 
-/// In the modes that skip old GoPs, a GoP in progress is given up for a newer one once
-/// its unsent frames have waited this long: less is a jump at every GoP boundary even
-/// when the link nearly keeps up, more is latency.
-pub const SUPERSEDE_AFTER: Duration = Duration::from_millis(200);
+/// How long the first catalog waits for tracks that cannot describe themselves yet.
+pub const CATALOG_HOLD: Duration = Duration::from_secs(1);
 
-fn session_priority(u: Urgency) -> Priority {
+/// Identifies a sink pad's track for the life of the element.
+pub type TrackId = u32;
+
+pub fn session_priority(u: Urgency) -> Priority {
     Priority {
         class: u.class,
         rank: u.rank,
@@ -29,81 +33,117 @@ fn session_priority(u: Urgency) -> Priority {
     }
 }
 
-/// Frames and bytes published, per frame kind (index: key, reference, non-reference).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Published {
-    pub frames: [u64; 3],
-    pub bytes: [u64; 3],
-    /// Access units refused: before the first keyframe, or not parseable.
-    pub dropped: u64,
+/// The two kinds of request pads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    Video,
+    Audio,
 }
 
-fn kind_index(kind: FrameKind) -> usize {
-    match kind {
-        FrameKind::Key => 0,
-        FrameKind::Reference => 1,
-        FrameKind::NonReference => 2,
+impl MediaKind {
+    /// The pad template's name prefix, also the first track's name.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            MediaKind::Video => "video",
+            MediaKind::Audio => "audio",
+        }
+    }
+
+    /// The kind of pads made from the template called `template`.
+    pub fn of_template(template: &str) -> Option<MediaKind> {
+        [MediaKind::Video, MediaKind::Audio]
+            .into_iter()
+            .find(|k| template == format!("{}_%u", k.prefix()))
+    }
+
+    /// The default track of pad `<prefix>_<index>`: `video`, then `video-1`, ...
+    pub fn default_track_name(self, index: u32) -> String {
+        match index {
+            0 => self.prefix().to_owned(),
+            n => format!("{}-{n}", self.prefix()),
+        }
     }
 }
 
-/// Timing of one access unit, in catalog timescale units (µs) except where noted.
+/// Timing of one frame, in catalog timescale units (µs) except where noted.
 #[derive(Debug, Clone, Copy)]
 pub struct AuTiming {
     pub pts: i64,
     pub dts: i64,
     pub duration: u64,
-    /// Wall clock, µs since the UNIX epoch, when the AU reached the sink.
+    /// Wall clock, µs since the UNIX epoch, when the frame reached the sink.
     pub availability_us: u64,
     /// Upstream marked the buffer as a keyframe (no DELTA_UNIT flag).
     pub marked_key: bool,
 }
 
-/// Why an access unit was not published.
+/// Why a frame was not published.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Dropped {
-    /// Not parseable as H.264.
+    /// Not parseable.
     Malformed(String),
     /// Before the first keyframe, or a keyframe without SPS/PPS seen yet.
     NoKeyframeYet,
     /// After a keyframe that was refused: it references a picture no viewer has.
     AfterRefusedKeyframe,
+    /// No caps yet, or the pad has no track.
+    NotConfigured,
 }
 
-/// Per-stream parameters from the caps.
-#[derive(Debug, Clone, Default)]
-pub struct StreamParams {
-    pub format: Option<StreamFormat>,
-    pub framerate: Option<[u32; 2]>,
+#[derive(Debug)]
+pub enum MediaTrack {
+    Video(Box<VideoTrack>),
+    Audio(AudioTrack),
+}
+
+impl MediaTrack {
+    pub fn name(&self) -> &str {
+        match self {
+            MediaTrack::Video(v) => v.name(),
+            MediaTrack::Audio(a) => a.name(),
+        }
+    }
+
+    fn catalog_entries(&self) -> Option<Vec<TrackEntry>> {
+        match self {
+            MediaTrack::Video(v) => v.catalog_entries(),
+            MediaTrack::Audio(a) => a.catalog_entry().map(|e| vec![e]),
+        }
+    }
+
+    fn finish(&self) {
+        match self {
+            MediaTrack::Video(v) => v.finish(),
+            MediaTrack::Audio(a) => a.finish(),
+        }
+    }
+
+    /// The names it uses on the broadcast.
+    fn track_names(&self) -> Vec<String> {
+        match self {
+            MediaTrack::Video(v) => v.track_names(),
+            MediaTrack::Audio(a) => vec![a.name().to_owned()],
+        }
+    }
 }
 
 #[derive(Debug)]
 pub struct Publisher {
+    broadcast: Broadcast,
     mode: DeliveryMode,
-    catalog: TrackProducer,
-    base: TrackProducer,
-    enhancement: Option<TrackProducer>,
-    stream: StreamParams,
-    /// Validates every access unit and keeps the parameter sets the stream uses now.
-    parser: StreamParser,
-    mapper: Mapper,
-    open_group: Option<GroupWriter>,
-    published_avcc: Option<Vec<u8>>,
-    next_catalog_group: u64,
-    decode_index: u64,
-    /// Start of this run, ms since the UNIX epoch: the first group ID and decode index.
+    delivery_timeout: Option<Duration>,
+    /// Start of this run, ms since the UNIX epoch: the first group ID and decode index of
+    /// every track, so IDs keep increasing across restarts.
     epoch: u64,
-    published: Published,
-    keyframe_requests: KeyframeRequests,
-    /// A keyframe was refused: pictures until the next good one cannot decode.
-    gop_broken: bool,
-}
-
-/// Where one access unit went.
-#[derive(Debug)]
-pub struct Placed {
-    pub info: AuInfo,
-    pub role: TrackRole,
-    pub group: u64,
+    catalog: TrackProducer,
+    next_catalog_group: u64,
+    /// What the last catalog listed; `None` before the first one.
+    published: Option<Vec<TrackEntry>>,
+    /// When a track could first describe itself (µs since the UNIX epoch).
+    first_ready_us: Option<u64>,
+    tracks: BTreeMap<TrackId, MediaTrack>,
+    /// Tracks that reached the end of their stream.
+    ended: Vec<TrackId>,
 }
 
 impl Publisher {
@@ -116,228 +156,287 @@ impl Publisher {
         let epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let group_order = if mode.newest_group_first() {
-            GroupOrder::Descending
-        } else {
-            GroupOrder::Ascending
-        };
         let catalog = broadcast.create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
-        let base = broadcast.create_track(
-            catalog::BASE_TRACK,
-            TrackDelivery {
-                group_order,
-                supersede_after: mode.newest_group_first().then_some(SUPERSEDE_AFTER),
-                max_age: delivery_timeout,
-                // An in-order player waits for every GoP unless told it was dropped.
-                announce_dropped: !mode.newest_group_first(),
-                ..TrackDelivery::default()
-            },
-        );
-        let enhancement = mode.splits_layers().then(|| {
-            broadcast.create_track(
-                catalog::ENHANCEMENT_TRACK,
-                TrackDelivery {
-                    group_order: GroupOrder::Descending,
-                    max_age: Some(delivery_timeout.unwrap_or(ENHANCEMENT_MAX_AGE)),
-                    ..TrackDelivery::default()
-                },
-            )
-        });
         Publisher {
+            broadcast: broadcast.clone(),
             mode,
-            catalog,
-            base,
-            enhancement,
-            stream: StreamParams::default(),
-            parser: StreamParser::new(),
-            mapper: Mapper::starting_at(mode, epoch),
-            open_group: None,
-            published_avcc: None,
-            next_catalog_group: epoch,
-            decode_index: epoch,
+            delivery_timeout,
             epoch,
-            published: Published::default(),
-            keyframe_requests: KeyframeRequests::default(),
-            gop_broken: false,
+            catalog,
+            next_catalog_group: epoch,
+            published: None,
+            first_ready_us: None,
+            tracks: BTreeMap::new(),
+            ended: Vec::new(),
         }
     }
 
-    /// Whether a new subscriber's keyframe request at `now_us` (wall clock) should go to
-    /// the encoder: at most once per GoP.
-    pub fn allow_keyframe_request(&mut self, now_us: u64) -> bool {
-        self.keyframe_requests.request(now_us)
+    /// Whether `name` is free for a new track (the catalog and every track in use keep
+    /// theirs).
+    fn name_free(&self, name: &str) -> bool {
+        name != catalog::CATALOG_TRACK
+            && !self
+                .tracks
+                .values()
+                .any(|t| t.track_names().iter().any(|n| n == name))
     }
 
-    /// New caps: stream format, size, rate, and for `avc` the parameter sets in `codec_data`.
-    pub fn set_stream(
-        &mut self,
-        params: StreamParams,
-        codec_data: Option<&[u8]>,
-    ) -> Result<(), String> {
-        if let Some(avcc) = codec_data {
-            self.parser
-                .load_avcc(avcc)
-                .map_err(|e| format!("invalid codec_data: {e}"))?;
+    /// Creates the track of a pad, called `name`, so subscribers can ask for it before
+    /// its first frame. Pads that exist at start get theirs then, later ones on their
+    /// first caps.
+    pub fn add_track(&mut self, id: TrackId, kind: MediaKind, name: &str) -> Result<(), String> {
+        if self.tracks.contains_key(&id) {
+            return Ok(());
         }
-        self.stream = params;
+        let mut names = vec![name.to_owned()];
+        if kind == MediaKind::Video {
+            names.push(super::video::enhancement_name(name));
+        }
+        if let Some(taken) = names.iter().find(|n| !self.name_free(n)) {
+            return Err(format!("track name {taken:?} is already used"));
+        }
+        let (broadcast, mode, timeout, epoch) = (
+            &self.broadcast,
+            self.mode,
+            self.delivery_timeout,
+            self.epoch,
+        );
+        let track = match kind {
+            MediaKind::Video => MediaTrack::Video(Box::new(VideoTrack::new(
+                broadcast, name, mode, timeout, epoch,
+            ))),
+            MediaKind::Audio => {
+                MediaTrack::Audio(AudioTrack::new(broadcast, name, mode, timeout, epoch))
+            }
+        };
+        self.tracks.insert(id, track);
         Ok(())
     }
 
-    pub fn framerate(&self) -> Option<[u32; 2]> {
-        self.stream.framerate
+    /// New caps on a video pad (its track is created if it was not).
+    pub fn set_video_stream(
+        &mut self,
+        id: TrackId,
+        name: &str,
+        params: StreamParams,
+        codec_data: Option<&[u8]>,
+    ) -> Result<(), String> {
+        self.add_track(id, MediaKind::Video, name)?;
+        let Some(MediaTrack::Video(track)) = self.tracks.get_mut(&id) else {
+            return Err("not a video track".into());
+        };
+        track.set_stream(params, codec_data)
     }
 
-    /// Frames published so far, and delivery counters of the base and enhancement tracks.
-    pub fn stats(&self) -> (Published, TrackStats, Option<TrackStats>) {
-        (
-            self.published,
-            self.base.stats(),
-            self.enhancement.as_ref().map(TrackProducer::stats),
-        )
+    /// New caps on an audio pad (its track is created if it was not).
+    pub fn set_audio_stream(
+        &mut self,
+        id: TrackId,
+        name: &str,
+        params: AudioParams,
+        now_us: u64,
+    ) -> Result<(), String> {
+        self.add_track(id, MediaKind::Audio, name)?;
+        let Some(MediaTrack::Audio(track)) = self.tracks.get_mut(&id) else {
+            return Err("not an audio track".into());
+        };
+        track.set_params(params);
+        self.refresh_catalog(now_us);
+        Ok(())
     }
 
-    /// Publishes one access unit. In byte-stream format its bytes are sent as they are,
-    /// shared by every subscriber, never copied.
-    pub fn push(&mut self, au: Bytes, timing: AuTiming) -> Result<Placed, Dropped> {
-        let result = self.place(&au, timing);
-        match &result {
-            Ok(placed) => {
-                let k = kind_index(placed.info.kind);
-                self.published.frames[k] += 1;
-                self.published.bytes[k] += au.len() as u64;
-            }
-            Err(_) => self.published.dropped += 1,
+    /// Publishes one access unit of a video pad.
+    pub fn push_video(
+        &mut self,
+        id: TrackId,
+        au: Bytes,
+        timing: AuTiming,
+    ) -> Result<Placed, Dropped> {
+        let Some(MediaTrack::Video(track)) = self.tracks.get_mut(&id) else {
+            return Err(Dropped::NotConfigured);
+        };
+        let result = track.push(au, timing);
+        let keyframe = matches!(&result, Ok(placed) if placed.info.kind == h264::FrameKind::Key);
+        if keyframe || self.published.is_none() {
+            self.refresh_catalog(timing.availability_us);
         }
         result
     }
 
-    fn place(&mut self, au: &Bytes, timing: AuTiming) -> Result<Placed, Dropped> {
-        let format = self.stream.format.unwrap_or(StreamFormat::ByteStream);
-        // Pictures whose parameter sets never came cannot start a stream; anything else
-        // that does not parse is malformed, and none of its parameter sets are kept.
-        let parsed = match self.parser.push(au, format) {
-            Ok(parsed) => parsed,
-            Err(e) if e.is_missing_parameter_set() && self.parser.active().is_none() => {
-                return Err(Dropped::NoKeyframeYet);
-            }
-            Err(e) => {
-                // Upstream's own word that this was the keyframe the next pictures use.
-                self.gop_broken |= timing.marked_key;
-                return Err(Dropped::Malformed(e.to_string()));
-            }
+    /// Publishes one frame of an audio pad.
+    pub fn push_audio(
+        &mut self,
+        id: TrackId,
+        frame: Bytes,
+        timing: AuTiming,
+    ) -> Result<(), Dropped> {
+        let Some(MediaTrack::Audio(track)) = self.tracks.get_mut(&id) else {
+            return Err(Dropped::NotConfigured);
         };
-        let info = parsed.info;
-        if info.kind == FrameKind::Key {
-            self.gop_broken = false;
-        } else if self.gop_broken {
-            return Err(Dropped::AfterRefusedKeyframe);
+        let result = track.push(frame, timing);
+        if self.published.is_none() {
+            self.refresh_catalog(timing.availability_us);
         }
-        if info.kind == FrameKind::Key {
-            self.publish_catalog_if_changed();
-            self.keyframe_requests.keyframe(timing.availability_us);
-        }
-        let placement = self.mapper.place(info.kind).ok_or(Dropped::NoKeyframeYet)?;
-        let mut header = Vec::with_capacity(64);
-        FrameHeader {
-            kind: info.kind,
-            slice_type: info.slice_type,
-            decode_index: self.decode_index,
-            dts: timing.dts,
-            pts: timing.pts,
-            duration: timing.duration,
-            availability_us: timing.availability_us,
-            base_group: placement.base_group,
-            base_index: placement.base_index,
-        }
-        .encode(&mut header);
-        let mut parts = vec![Bytes::from(header)];
-        // Objects always carry Annex B, and keyframes their own SPS/PPS, so any group is
-        // a self-contained join point whatever the input format.
-        if info.kind == FrameKind::Key
-            && !parsed.carries_active_sets
-            && let Some(active) = self.parser.active()
-        {
-            parts.push(Bytes::copy_from_slice(active.annexb_prefix()));
-        }
-        parts.push(match format {
-            StreamFormat::ByteStream => au.clone(),
-            StreamFormat::Avc { length_size } => Bytes::from(
-                h264::avc_to_annexb(au, length_size)
-                    .map_err(|e| Dropped::Malformed(e.to_string()))?,
-            ),
-        });
-        self.decode_index += 1;
-        let payload = Payload::from_parts(parts);
-        match placement.role {
-            TrackRole::Base => {
-                if placement.starts_group {
-                    self.open_group = Some(self.base.create_group(
-                        placement.group,
-                        session_priority(priority::base(self.mode, placement.group)),
-                    ));
-                }
-                if let Some(group) = &self.open_group {
-                    group.write(payload);
-                }
-            }
-            TrackRole::Enhancement => {
-                // Only the modes that split layers place frames here, and they create it.
-                if let Some(track) = &self.enhancement {
-                    track
-                        .create_group(
-                            placement.group,
-                            session_priority(priority::enhancement(placement.group)),
-                        )
-                        .write(payload);
-                }
-            }
-        }
-        Ok(Placed {
-            info,
-            role: placement.role,
-            group: placement.group,
-        })
+        result
     }
 
-    fn publish_catalog_if_changed(&mut self) {
-        let Some(active) = self.parser.active() else {
-            return;
-        };
-        let avcc = active.avcc().to_vec();
-        if self.published_avcc.as_ref() == Some(&avcc) {
+    /// Whether a new subscriber's keyframe request for video track `id` at `now_us` (wall
+    /// clock) should go to its encoder: at most once per GoP.
+    pub fn allow_keyframe_request(&mut self, id: TrackId, now_us: u64) -> bool {
+        match self.tracks.get_mut(&id) {
+            Some(MediaTrack::Video(track)) => track.allow_keyframe_request(now_us),
+            _ => false,
+        }
+    }
+
+    /// The video track whose base track is called `name`.
+    pub fn video_track_named(&self, name: &str) -> Option<TrackId> {
+        self.tracks
+            .iter()
+            .find(|(_, t)| matches!(t, MediaTrack::Video(v) if v.name() == name))
+            .map(|(id, _)| *id)
+    }
+
+    pub fn track(&self, id: TrackId) -> Option<&MediaTrack> {
+        self.tracks.get(&id)
+    }
+
+    pub fn tracks(&self) -> impl Iterator<Item = (&TrackId, &MediaTrack)> {
+        self.tracks.iter()
+    }
+
+    /// The pad's stream ended: its track is finished. Returns whether every track has.
+    pub fn end_track(&mut self, id: TrackId) -> bool {
+        if let Some(track) = self.tracks.get(&id) {
+            track.finish();
+        }
+        if !self.ended.contains(&id) {
+            self.ended.push(id);
+        }
+        self.tracks.keys().all(|id| self.ended.contains(id))
+    }
+
+    /// The pad went away: its track leaves the broadcast and the catalog.
+    pub fn remove_track(&mut self, id: TrackId, now_us: u64) {
+        if let Some(track) = self.tracks.remove(&id) {
+            track.finish();
+            for name in track.track_names() {
+                self.broadcast.remove_track(&name);
+            }
+        }
+        self.ended.retain(|e| *e != id);
+        if self.published.is_some() {
+            self.refresh_catalog(now_us);
+        }
+    }
+
+    /// Publishes a new catalog if what it would list changed (see the module docs).
+    fn refresh_catalog(&mut self, now_us: u64) {
+        let described: Vec<Option<Vec<TrackEntry>>> = self
+            .tracks
+            .values()
+            .map(MediaTrack::catalog_entries)
+            .collect();
+        let ready = described.iter().filter(|d| d.is_some()).count();
+        if ready == 0 && self.published.is_none() {
             return;
         }
-        let sps = active.sps_info();
-        let (codec, width, height) = (sps.codec_string(), sps.width, sps.height);
-        let mut tracks = vec![TrackEntry {
-            name: catalog::BASE_TRACK.into(),
-            role: TrackRole::Base,
-        }];
-        if self.enhancement.is_some() {
-            tracks.push(TrackEntry {
-                name: catalog::ENHANCEMENT_TRACK.into(),
-                role: TrackRole::Enhancement,
-            });
+        let first_ready = *self.first_ready_us.get_or_insert(now_us);
+        let waiting = ready < described.len();
+        if self.published.is_none()
+            && waiting
+            && now_us.saturating_sub(first_ready) < CATALOG_HOLD.as_micros() as u64
+        {
+            return;
+        }
+        let entries: Vec<TrackEntry> = described.into_iter().flatten().flatten().collect();
+        // A catalog without media is no broadcast: the last one stays until a track returns.
+        if entries.is_empty() || self.published.as_ref() == Some(&entries) {
+            return;
         }
         let doc = Catalog {
             version: Catalog::VERSION,
             timescale: catalog::TIMESCALE,
             delivery: self.mode.name().into(),
             epoch: self.epoch,
-            video: VideoInfo {
-                codec,
-                width,
-                height,
-                framerate: self.stream.framerate,
-                avcc: catalog::hex_encode(&avcc),
-                gop_frames: None,
-            },
-            tracks,
+            tracks: entries.clone(),
         };
         self.catalog
             .create_group(self.next_catalog_group, session_priority(priority::CATALOG))
             .write(Bytes::from(doc.to_json()));
         self.next_catalog_group += 1;
-        self.published_avcc = Some(avcc);
+        self.published = Some(entries);
+    }
+
+    /// Ends every track and the catalog.
+    pub fn finish(&self) {
+        self.broadcast.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use moq_session::TrackNamespace;
+
+    fn opus() -> AudioParams {
+        AudioParams {
+            codec: "opus".into(),
+            sample_rate: 48_000,
+            channels: 2,
+            config: moq_media::audio::OpusHead::simple(2, 48_000).to_bytes(),
+        }
+    }
+
+    fn publisher() -> (Broadcast, Publisher) {
+        let broadcast = Broadcast::new(TrackNamespace(vec![b"live".to_vec()]));
+        let publisher = Publisher::new(&broadcast, DeliveryMode::Combined, None);
+        (broadcast, publisher)
+    }
+
+    #[test]
+    fn names_are_unique_across_tracks_and_layers() {
+        let (_, mut p) = publisher();
+        p.set_video_stream(0, "video", StreamParams::default(), None)
+            .unwrap();
+        assert!(p.set_audio_stream(1, "video-enh", opus(), 0).is_err());
+        assert!(p.set_audio_stream(1, "catalog", opus(), 0).is_err());
+        assert!(
+            p.set_video_stream(2, "video", StreamParams::default(), None)
+                .is_err()
+        );
+        p.set_audio_stream(1, "audio", opus(), 0).unwrap();
+        assert_eq!(p.video_track_named("video"), Some(0));
+        assert_eq!(p.video_track_named("audio"), None);
+        // A track's own caps may change.
+        p.set_audio_stream(1, "audio", opus(), 0).unwrap();
+    }
+
+    #[test]
+    fn the_first_catalog_waits_a_moment_for_video_then_lists_what_is_ready() {
+        let (_, mut p) = publisher();
+        p.set_video_stream(0, "video", StreamParams::default(), None)
+            .unwrap();
+        p.set_audio_stream(1, "audio", opus(), 1_000_000).unwrap();
+        let timing = |us: u64| AuTiming {
+            pts: 0,
+            dts: 0,
+            duration: 20_000,
+            availability_us: us,
+            marked_key: true,
+        };
+        p.push_audio(1, Bytes::from_static(b"a"), timing(1_500_000))
+            .unwrap();
+        assert!(p.published.is_none(), "video may still come");
+        p.push_audio(1, Bytes::from_static(b"a"), timing(2_000_000))
+            .unwrap();
+        let listed = p.published.clone().expect("published after the hold");
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].name, "audio");
+        // Ending tracks: only the last one ends the broadcast.
+        assert!(!p.end_track(1));
+        assert!(p.end_track(0));
+        p.remove_track(1, 3_000_000);
+        assert_eq!(p.published.as_ref().map(Vec::len), Some(1));
     }
 }

@@ -1,23 +1,24 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
-use gst_base::prelude::*;
-use gst_base::subclass::base_src::CreateSuccess;
-use gst_base::subclass::prelude::*;
 use h264::FrameKind;
-use moq_media::catalog::Catalog;
-use moq_media::reorder::{Frame, Popped, Pushed};
-use moq_media::{PlayoutClock, ReorderBuffer};
+use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
+use moq_media::catalog::{Catalog, Codec, TrackEntry};
+use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
+use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
 use moq_session::MoqUrl;
 use moq_session::blocking::Canceller;
 use moq_session::tls::{self, Trust};
 use tokio::sync::{mpsc, watch};
 
-use super::receiver::{self, Control, ITEM_QUEUE, Item, Received, ReceiverConfig};
+use super::receiver::{
+    self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, TrackFeed,
+};
+use super::select::{Choice, MediaKind, TrackPrefs};
 use super::stats::ReceiverStats;
 use crate::RUNTIME;
 
@@ -29,7 +30,6 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-const DEFAULT_TRACK: &str = "video";
 const DEFAULT_TIMEOUT_S: u32 = 10;
 const DEFAULT_LATENCY_MS: u32 = 100;
 
@@ -37,7 +37,8 @@ const DEFAULT_LATENCY_MS: u32 = 100;
 struct Settings {
     url: Option<String>,
     namespace: Option<String>,
-    track: String,
+    video_track: Choice,
+    audio_track: Choice,
     tls_fingerprint: Option<String>,
     tls_insecure: bool,
     timeout_s: u32,
@@ -50,7 +51,8 @@ impl Default for Settings {
         Settings {
             url: None,
             namespace: None,
-            track: DEFAULT_TRACK.into(),
+            video_track: Choice::First,
+            audio_track: Choice::First,
             tls_fingerprint: None,
             tls_insecure: false,
             timeout_s: DEFAULT_TIMEOUT_S,
@@ -60,41 +62,133 @@ impl Default for Settings {
     }
 }
 
-/// What a buffered frame carries: its access unit, and the received object it came in,
-/// which keeps its bytes counted against the session's receive budget until output.
-type Payload = Received;
-
-/// Shared between threads; locked only briefly.
+/// The network side and its channels, while the element runs.
 struct Started {
     worker: tokio::task::JoinHandle<()>,
+    events: tokio::task::JoinHandle<()>,
     controls: watch::Sender<Control>,
 }
 
-/// The streaming thread's state. `create()` takes it out of its mutex for as long as it
-/// runs, so no lock is held while it waits for data, sets caps or posts messages.
-struct Streaming {
+/// How long audio keeps the lead after its latest frame: a stalled or ended audio track
+/// must not hold the video to its timeline.
+const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
+
+/// The broadcast's one timeline, shared by its pads.
+///
+/// With skip-forward and an audio track, audio leads: it plays as soon as it arrives,
+/// re-anchoring only when it is late itself, and video follows its timeline (a late
+/// video frame keeps its slot, a video jump lands on the audio's timeline), so audio
+/// never waits for video nor loses its place when the video skips. Without audio, or
+/// without skip-forward (where everything plays late together), any track's rebuffer or
+/// jump moves the timeline for all, and audio from before a jump is dropped.
+#[derive(Debug)]
+struct Timeline {
+    clock: PlayoutClock,
+    /// The latest reset applied: every pad is told of each reset, and the first to act
+    /// on it resets the clock for all.
+    generation: u64,
+    /// Audio may lead (skip-forward and an audio pad).
+    audio_leads: bool,
+    /// Running time at which audio last output a frame.
+    audio_output_at: Option<u64>,
+}
+
+impl Timeline {
+    /// Stamps a frame of `kind` that arrived at running time `now`.
+    fn stamp(
+        &mut self,
+        kind: MediaKind,
+        track: &mut TrackPlayout,
+        first: bool,
+        h: &moq_media::FrameHeader,
+        now: u64,
+        jump: bool,
+    ) -> moq_media::playout::Stamped {
+        let anchoring = match kind {
+            // Audio takes the lead on its first frame.
+            MediaKind::Audio if self.audio_leads && first => Anchoring::Always,
+            MediaKind::Audio => Anchoring::WhenLate,
+            MediaKind::Video
+                if self.audio_leads
+                    && self
+                        .audio_output_at
+                        .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS) =>
+            {
+                Anchoring::Never
+            }
+            MediaKind::Video if jump => Anchoring::Always,
+            MediaKind::Video => Anchoring::WhenLate,
+        };
+        let stamped = self.clock.stamp_as(track, h.dts, h.pts, now, anchoring);
+        if kind == MediaKind::Audio {
+            self.audio_output_at = Some(now);
+        }
+        stamped
+    }
+}
+
+/// An output pad, as the element keeps track of it.
+struct Output {
+    pad: gst::Pad,
+    name: String,
+    kind: MediaKind,
+    stats: Arc<Mutex<ReceiverStats>>,
+}
+
+/// What each kind of pad reorders with.
+enum Reorder {
+    Video(ReorderBuffer<Received>),
+    Audio(AudioBuffer<Received>),
+}
+
+impl Reorder {
+    fn len(&self) -> usize {
+        match self {
+            Reorder::Video(r) => r.len(),
+            Reorder::Audio(a) => a.len(),
+        }
+    }
+}
+
+/// Frames a pad's reorder buffer takes from its channel ahead of need: enough to see
+/// past a gap, few enough that the channel still pushes back on the network side.
+const REORDER_FILL: usize = 128;
+
+/// A pad's streaming state, owned by its task: no lock is held while it waits.
+struct TrackStream {
+    name: String,
+    kind: MediaKind,
     items: mpsc::Receiver<Item>,
-    reorder: ReorderBuffer<Payload>,
-    playout: PlayoutClock,
-    /// Monotonic origin for arrival times given to the reorder buffer.
+    reorder: Reorder,
+    playout: TrackPlayout,
+    /// Monotonic origin for arrival times given to the reorder buffers.
     epoch: Instant,
-    catalog: Option<Catalog>,
-    caps_pending: bool,
+    /// Catalog generation whose caps were pushed.
+    caps_generation: u64,
+    /// stream-start and segment went out.
+    started: bool,
     eos: bool,
-    /// Frames output so far: the first one's re-anchoring is not a rebuffer.
+    /// Frames output so far: the first one's anchoring is not a rebuffer.
     outputs: u64,
     /// Epoch of the media subscriptions whose frames are wanted.
     media_epoch: u64,
     /// Resumes of the element those subscriptions were made after.
     media_resumes: u64,
+    stats: Arc<Mutex<ReceiverStats>>,
 }
 
 #[derive(Default)]
 pub struct MoqSrc {
     settings: Mutex<Settings>,
     started: Mutex<Option<Started>>,
-    streaming: Mutex<Option<Streaming>>,
-    stats: Mutex<ReceiverStats>,
+    /// Lock order: `outputs` before `timeline`, `catalog`, `combiner`; none is held
+    /// while waiting or pushing.
+    outputs: Mutex<Vec<Output>>,
+    timeline: Mutex<Option<Timeline>>,
+    /// The latest catalog and how many have been seen.
+    catalog: Mutex<(u64, Option<Catalog>)>,
+    combiner: Mutex<gst_base::UniqueFlowCombiner>,
+    group_id: Mutex<Option<gst::GroupId>>,
     canceller: Canceller,
     /// Paused after playing: on resume, frames from before the pause are stale.
     paused_after_playing: AtomicBool,
@@ -127,6 +221,68 @@ fn clock_us(us: u64) -> gst::ClockTime {
     clock_ns(us.saturating_mul(1_000))
 }
 
+/// Caps for a track of the catalog (validated when parsed; out-of-range values are left
+/// out).
+fn caps_for(entry: &TrackEntry) -> Option<gst::Caps> {
+    let positive = |v: Option<u32>| v.and_then(|v| i32::try_from(v).ok()).filter(|v| *v > 0);
+    match entry.known_codec()? {
+        Codec::H264 => {
+            let mut caps = gst::Caps::builder("video/x-h264")
+                .field("stream-format", "byte-stream")
+                .field("alignment", "au");
+            if let (Some(w), Some(h)) = (positive(entry.width), positive(entry.height)) {
+                caps = caps.field("width", w).field("height", h);
+            }
+            if let Some([n, d]) = entry.framerate
+                && let (Some(n), Some(d)) = (positive(Some(n)), positive(Some(d)))
+            {
+                caps = caps.field("framerate", gst::Fraction::new(n, d));
+            }
+            Some(caps.build())
+        }
+        Codec::Opus => {
+            let rate = positive(entry.sample_rate).unwrap_or(48_000);
+            let channels = entry
+                .channels
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(2);
+            let head = entry
+                .config_bytes()
+                .and_then(|b| OpusHead::parse(&b).ok())
+                .unwrap_or_else(|| OpusHead::simple(channels, rate as u32));
+            let mut caps = gst::Caps::builder("audio/x-opus")
+                .field("rate", rate)
+                .field("channels", i32::from(head.channels))
+                .field("channel-mapping-family", i32::from(head.mapping_family))
+                .field("stream-count", i32::from(head.stream_count))
+                .field("coupled-count", i32::from(head.coupled_count));
+            if head.mapping_family != 0 {
+                let mapping = head.mapping.iter().map(|&m| i32::from(m));
+                caps = caps.field("channel-mapping", gst::Array::new(mapping));
+            }
+            Some(caps.build())
+        }
+        Codec::Aac => {
+            let asc = entry.config_bytes()?;
+            let config = AacConfig::parse(&asc).ok()?;
+            let rate =
+                positive(entry.sample_rate).or_else(|| i32::try_from(config.sample_rate).ok())?;
+            let channels =
+                positive(entry.channels).unwrap_or(i32::from(config.channel_count()).max(1));
+            Some(
+                gst::Caps::builder("audio/mpeg")
+                    .field("mpegversion", 4i32)
+                    .field("stream-format", "raw")
+                    .field("framed", true)
+                    .field("rate", rate)
+                    .field("channels", channels)
+                    .field("codec_data", gst::Buffer::from_slice(asc))
+                    .build(),
+            )
+        }
+    }
+}
+
 impl MoqSrc {
     fn config(&self) -> Result<(ReceiverConfig, Settings), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
@@ -153,6 +309,12 @@ impl MoqSrc {
                 ));
             }
         };
+        if settings.video_track == Choice::Off && settings.audio_track == Choice::Off {
+            return Err(gst::error_msg!(
+                gst::ResourceError::Settings,
+                ["video-track and audio-track are both none: nothing to play"]
+            ));
+        }
         Ok((
             ReceiverConfig {
                 namespace: match &settings.namespace {
@@ -163,32 +325,15 @@ impl MoqSrc {
                         .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
                 },
                 url,
-                track: settings.track.clone(),
+                prefs: TrackPrefs {
+                    video: settings.video_track.clone(),
+                    audio: settings.audio_track.clone(),
+                },
                 trust,
                 timeout: Duration::from_secs(settings.timeout_s.into()),
             },
             settings,
         ))
-    }
-
-    /// Caps from a catalog (validated when parsed; out-of-range values are left out).
-    fn caps_for(catalog: &Catalog) -> gst::Caps {
-        let mut caps = gst::Caps::builder("video/x-h264")
-            .field("stream-format", "byte-stream")
-            .field("alignment", "au");
-        let positive = |v: u32| i32::try_from(v).ok().filter(|v| *v > 0);
-        if let (Some(w), Some(h)) = (
-            positive(catalog.video.width),
-            positive(catalog.video.height),
-        ) {
-            caps = caps.field("width", w).field("height", h);
-        }
-        if let Some([n, d]) = catalog.video.framerate
-            && let (Some(n), Some(d)) = (positive(n), positive(d))
-        {
-            caps = caps.field("framerate", gst::Fraction::new(n, d));
-        }
-        caps.build()
     }
 
     fn post_message(&self, s: gst::Structure) {
@@ -197,21 +342,60 @@ impl MoqSrc {
             .post_message(gst::message::Element::builder(s).src(&*self.obj()).build());
     }
 
-    /// Handles one item from the network side; `Err` ends streaming.
-    fn handle_item(&self, state: &mut Streaming, item: Item) -> Result<(), gst::FlowError> {
-        match item {
-            Item::Connected { peer, attempt } => {
+    /// Starts the network side (READY → PAUSED).
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let (config, settings) = self.config()?;
+        let latency_ns = u64::from(settings.latency_ms) * 1_000_000;
+        let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
+        let (controls, control_rx) = watch::channel(Control {
+            resumes: self.resumes.load(Ordering::Relaxed),
+            ..Control::default()
+        });
+        self.canceller.reset();
+        *lock(&self.timeline) = Some(Timeline {
+            clock: PlayoutClock::new(latency_ns),
+            generation: 0,
+            audio_leads: false,
+            audio_output_at: None,
+        });
+        *lock(&self.catalog) = (0, None);
+        *lock(&self.group_id) = Some(gst::GroupId::next());
+        let worker = RUNTIME.spawn(receiver::run(config, events_tx, control_rx));
+        let events = RUNTIME.spawn(handle_events(self.obj().downgrade(), events));
+        *lock(&self.started) = Some(Started {
+            worker,
+            events,
+            controls,
+        });
+        Ok(())
+    }
+
+    /// Stops the network side and the pads' tasks, and removes the pads (PAUSED → READY).
+    fn stop(&self) {
+        if let Some(started) = lock(&self.started).take() {
+            started.worker.abort();
+            started.events.abort();
+        }
+        self.canceller.cancel();
+        let outputs = std::mem::take(&mut *lock(&self.outputs));
+        for output in outputs {
+            let _ = output.pad.set_active(false);
+            let _ = output.pad.stop_task();
+            let _ = self.obj().remove_pad(&output.pad);
+        }
+        lock(&self.combiner).clear();
+        *lock(&self.timeline) = None;
+    }
+
+    /// Acts on one event of the network side (on a runtime thread).
+    fn handle_event(&self, event: Event) {
+        match event {
+            Event::Connected { peer, attempt } => {
                 gst::info!(
                     CAT,
                     imp = self,
                     "connected to {peer} (connection {attempt})"
                 );
-                if attempt > 0 {
-                    // A new session starts at the live edge, maybe of a restarted
-                    // publisher: forget the old timeline and play the first frame at once.
-                    state.reorder.clear();
-                    state.playout.reset();
-                }
                 self.post_message(
                     gst::Structure::builder("moq-connected")
                         .field("address", peer.to_string())
@@ -219,7 +403,7 @@ impl MoqSrc {
                         .build(),
                 );
             }
-            Item::Disconnected(reason) => {
+            Event::Disconnected(reason) => {
                 gst::warning!(CAT, imp = self, "{reason}; reconnecting");
                 self.post_message(
                     gst::Structure::builder("moq-disconnected")
@@ -227,42 +411,344 @@ impl MoqSrc {
                         .build(),
                 );
             }
-            Item::Catalog(catalog) => {
+            Event::Catalog(catalog) => {
                 gst::debug!(CAT, imp = self, "catalog {catalog:?}");
-                if state
-                    .catalog
-                    .as_ref()
-                    .is_some_and(|c| c.epoch != catalog.epoch)
-                {
-                    // The publisher restarted behind a relay: its indices and timestamps
-                    // start afresh, so the old timeline means nothing.
-                    gst::info!(
-                        CAT,
-                        imp = self,
-                        "publisher restarted (epoch {})",
-                        catalog.epoch
-                    );
-                    state.reorder.clear();
-                    state.playout.reset();
+                let mut current = lock(&self.catalog);
+                if current.1.as_ref() != Some(&catalog) {
+                    current.0 += 1;
+                    current.1 = Some(catalog);
                 }
-                if state.catalog.as_ref() != Some(&catalog) {
-                    state.catalog = Some(catalog);
-                    state.caps_pending = true;
+            }
+            Event::Track(feed) => self.add_output(feed),
+            Event::TracksComplete => self.obj().no_more_pads(),
+            Event::Unplayable { name, codec } => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::StreamError::CodecNotFound,
+                    ("track {name:?} has codec {codec:?}, which moqsrc does not carry: no pad for it")
+                );
+            }
+            Event::Malformed(reason) => {
+                gst::warning!(CAT, imp = self, "ignoring malformed data: {reason}")
+            }
+            Event::Error(msg) => {
+                gst::element_imp_error!(self, gst::ResourceError::Read, ("{msg}"));
+                // The pads' tasks stop waiting; the application tears down.
+                self.canceller.cancel();
+            }
+        }
+    }
+
+    /// A pad for a new track, with a streaming task of its own.
+    fn add_output(&self, feed: TrackFeed) {
+        let TrackFeed { track, items } = feed;
+        let mut outputs = lock(&self.outputs);
+        if lock(&self.started).is_none() {
+            return;
+        }
+        let index = (0..)
+            .find(|i| {
+                let name = format!("{}_{i}", track.kind.prefix());
+                !outputs.iter().any(|o| o.pad.name() == name)
+            })
+            .unwrap_or(0);
+        let templ_name = format!("{}_%u", track.kind.prefix());
+        let Some(templ) = self.obj().pad_template(&templ_name) else {
+            return;
+        };
+        let pad = gst::Pad::builder_from_template(&templ)
+            .name(format!("{}_{index}", track.kind.prefix()))
+            .query_function(|pad, parent, query| {
+                MoqSrc::catch_panic_pad_function(parent, || false, |imp| imp.src_query(pad, query))
+            })
+            .build();
+        let (latency_ms, skip_forward) = {
+            let s = lock(&self.settings);
+            (s.latency_ms, s.skip_forward)
+        };
+        let latency_ns = u64::from(latency_ms) * 1_000_000;
+        let stats = Arc::new(Mutex::new(ReceiverStats::default()));
+        let reorder = match track.kind {
+            MediaKind::Video => Reorder::Video(ReorderBuffer::new(latency_ns, skip_forward)),
+            // Audio frames arrive in order; a missing one is waited for briefly, so what
+            // follows it still plays within the latency.
+            MediaKind::Audio => Reorder::Audio(AudioBuffer::new(latency_ns / 2)),
+        };
+        let mut stream = TrackStream {
+            name: track.name.clone(),
+            kind: track.kind,
+            items,
+            reorder,
+            playout: TrackPlayout::default(),
+            epoch: Instant::now(),
+            caps_generation: 0,
+            started: false,
+            eos: false,
+            outputs: 0,
+            media_epoch: 0,
+            media_resumes: self.resumes.load(Ordering::Relaxed),
+            stats: stats.clone(),
+        };
+        outputs.push(Output {
+            pad: pad.clone(),
+            name: track.name.clone(),
+            kind: track.kind,
+            stats,
+        });
+        drop(outputs);
+        if track.kind == MediaKind::Audio
+            && let Some(timeline) = lock(&self.timeline).as_mut()
+        {
+            timeline.audio_leads = skip_forward;
+        }
+        lock(&self.combiner).add_pad(&pad);
+        let _ = pad.set_active(true);
+        gst::info!(
+            CAT,
+            imp = self,
+            "track {:?} on pad {}",
+            track.name,
+            pad.name()
+        );
+        // Linked here by whoever handles pad-added (gst-launch's delayed links, decodebin).
+        if self.obj().add_pad(&pad).is_err() {
+            return;
+        }
+        let element = self.obj().downgrade();
+        let task_pad = pad.clone();
+        let started = pad.start_task(move || {
+            let Some(element) = element.upgrade() else {
+                let _ = task_pad.pause_task();
+                return;
+            };
+            element.imp().stream_once(&task_pad, &mut stream);
+        });
+        if started.is_err() {
+            gst::warning!(CAT, imp = self, "cannot start the task of {}", pad.name());
+        }
+    }
+
+    fn src_query(&self, pad: &gst::Pad, query: &mut gst::QueryRef) -> bool {
+        if let gst::QueryViewMut::Latency(q) = query.view_mut() {
+            let latency = gst::ClockTime::from_mseconds(lock(&self.settings).latency_ms.into());
+            q.set(true, latency, gst::ClockTime::NONE);
+            return true;
+        }
+        gst::Pad::query_default(pad, Some(&*self.obj()), query)
+    }
+
+    /// One turn of a pad's task: output a frame, or end the stream.
+    fn stream_once(&self, pad: &gst::Pad, stream: &mut TrackStream) {
+        let flow = match self.produce(pad, stream) {
+            Ok(buffer) => pad.push(buffer),
+            Err(flow) => Err(flow),
+        };
+        let combined = lock(&self.combiner).update_pad_flow(pad, flow);
+        match (flow, combined) {
+            (Ok(_), _) | (Err(gst::FlowError::NotLinked), Ok(_)) => {}
+            (Err(gst::FlowError::Eos), _) => {
+                gst::debug!(CAT, imp = self, "{}: end of stream", stream.name);
+                pad.push_event(gst::event::Eos::new());
+                let _ = pad.pause_task();
+            }
+            (Err(gst::FlowError::Flushing), _) => {
+                let _ = pad.pause_task();
+            }
+            (Err(err), _) => {
+                if !matches!(combined, Err(gst::FlowError::Flushing)) {
+                    gst::element_imp_error!(
+                        self,
+                        gst::StreamError::Failed,
+                        ("streaming stopped on {}: {err:?}", pad.name())
+                    );
+                    pad.push_event(gst::event::Eos::new());
+                }
+                let _ = pad.pause_task();
+            }
+        }
+    }
+
+    /// Pushes the events a pad owes downstream before its next buffer.
+    fn sticky_events(
+        &self,
+        pad: &gst::Pad,
+        stream: &mut TrackStream,
+    ) -> Result<(), gst::FlowError> {
+        if !stream.started {
+            let stream_id = pad.create_stream_id(&*self.obj(), Some(&stream.name));
+            let mut start = gst::event::StreamStart::builder(&stream_id);
+            if let Some(group) = *lock(&self.group_id) {
+                start = start.group_id(group);
+            }
+            pad.push_event(start.build());
+        }
+        let (generation, caps) = {
+            let catalog = lock(&self.catalog);
+            let caps = catalog
+                .1
+                .as_ref()
+                .and_then(|c| c.track(&stream.name))
+                .and_then(caps_for);
+            (catalog.0, caps)
+        };
+        if generation != stream.caps_generation {
+            stream.caps_generation = generation;
+            if let Some(caps) = caps
+                && pad.current_caps().as_ref() != Some(&caps)
+            {
+                gst::info!(CAT, imp = self, "{}: caps {caps}", stream.name);
+                if !pad.push_event(gst::event::Caps::new(&caps)) {
+                    return Err(gst::FlowError::NotNegotiated);
+                }
+            }
+        }
+        if !stream.started {
+            stream.started = true;
+            let segment = gst::FormattedSegment::<gst::ClockTime>::new();
+            pad.push_event(gst::event::Segment::new(&segment));
+        }
+        Ok(())
+    }
+
+    /// Waits for the pad's next frame to output; no lock is held meanwhile.
+    fn produce(
+        &self,
+        pad: &gst::Pad,
+        stream: &mut TrackStream,
+    ) -> Result<gst::Buffer, gst::FlowError> {
+        loop {
+            self.sticky_events(pad, stream)?;
+            // What has already arrived is in the reorder buffer before it decides that a
+            // frame is missing: frames can wait in the channel while downstream holds the
+            // pad (a sink keeping audio in sync with slower video).
+            while stream.reorder.len() < REORDER_FILL
+                && let Ok(item) = stream.items.try_recv()
+            {
+                self.handle_item(stream, item);
+            }
+            let now = ns_since(stream.epoch, Instant::now());
+            let drain_all = stream.eos && stream.items.is_empty();
+            let at = if drain_all { u64::MAX } else { now };
+            if let Some(buffer) = self.pop(stream, at)? {
+                return Ok(buffer);
+            }
+            if drain_all {
+                return Err(gst::FlowError::Eos);
+            }
+            let deadline = match &stream.reorder {
+                Reorder::Video(r) => r.deadline(now),
+                Reorder::Audio(a) => a.deadline(now),
+            }
+            .map(|d| stream.epoch + Duration::from_nanos(d));
+            let items = &mut stream.items;
+            let next = self.canceller.block_on(RUNTIME.handle(), async {
+                match deadline {
+                    Some(at) => tokio::time::timeout_at(at.into(), items.recv()).await.ok(),
+                    None => Some(items.recv().await),
+                }
+            });
+            match next {
+                Err(_) => return Err(gst::FlowError::Flushing),
+                Ok(None) => {}
+                Ok(Some(Some(item))) => self.handle_item(stream, item),
+                Ok(Some(None)) => {
+                    // The network side ended without an EOS: it was stopped or failed.
+                    if !stream.eos {
+                        return Err(gst::FlowError::Flushing);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next frame of the pad's reorder buffer ready at `now`, as a buffer.
+    fn pop(
+        &self,
+        stream: &mut TrackStream,
+        now: u64,
+    ) -> Result<Option<gst::Buffer>, gst::FlowError> {
+        loop {
+            match &mut stream.reorder {
+                Reorder::Video(reorder) => match reorder.pop(now) {
+                    Some(Popped::Frame { frame, jump }) => {
+                        if let Some(jump) = &jump {
+                            lock(&stream.stats).jumped(jump);
+                            let group = frame.header.base_group;
+                            self.control(|c| c.skip_before = c.skip_before.max(group));
+                            self.post_message(
+                                gst::Structure::builder("moq-skip")
+                                    .field("track", &stream.name)
+                                    .field("skipped-ms", jump.skipped_us / 1000)
+                                    .field("skipped-base-frames", jump.skipped_base_frames)
+                                    .build(),
+                            );
+                        }
+                        return Ok(Some(self.make_buffer(stream, frame, jump.is_some())));
+                    }
+                    Some(Popped::Dropped { frame, reason }) => {
+                        self.dropped(stream, &frame, reason);
+                    }
+                    None => return Ok(None),
+                },
+                Reorder::Audio(buffer) => {
+                    let Some(frame) = buffer.pop(now) else {
+                        return Ok(None);
+                    };
+                    // After a jump the timeline starts at the new anchor: audio of the
+                    // media skipped goes with it.
+                    let stale = lock(&self.timeline)
+                        .as_ref()
+                        .is_some_and(|t| t.clock.is_before_anchor(frame.header.pts));
+                    if stale {
+                        self.dropped(stream, &frame, DropReason::Skipped);
+                        continue;
+                    }
+                    return Ok(Some(self.make_buffer(stream, frame, false)));
+                }
+            }
+        }
+    }
+
+    fn dropped(&self, stream: &TrackStream, frame: &Frame<Received>, reason: DropReason) {
+        lock(&stream.stats).dropped(reason);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{}: dropped frame {}: {reason:?}",
+            stream.name,
+            frame.header.decode_index
+        );
+    }
+
+    /// Handles one item from the network side.
+    fn handle_item(&self, stream: &mut TrackStream, item: Item) {
+        match item {
+            Item::Reset { generation } => {
+                match &mut stream.reorder {
+                    Reorder::Video(r) => r.clear(),
+                    Reorder::Audio(a) => a.clear(),
+                }
+                if let Some(timeline) = lock(&self.timeline).as_mut()
+                    && generation > timeline.generation
+                {
+                    timeline.generation = generation;
+                    timeline.clock.reset();
+                    timeline.audio_output_at = None;
                 }
             }
             Item::Subscribed { epoch, resumes } => {
-                gst::debug!(CAT, imp = self, "media subscriptions, epoch {epoch}");
-                state.media_epoch = epoch;
-                if resumes > state.media_resumes {
-                    // Resumed at the live edge: the old timeline means nothing.
-                    state.reorder.clear();
-                    state.playout.reset();
-                }
-                state.media_resumes = resumes;
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{}: subscribed, epoch {epoch}",
+                    stream.name
+                );
+                stream.media_epoch = epoch;
+                stream.media_resumes = resumes;
             }
             Item::Frame(received)
-                if received.epoch != state.media_epoch
-                    || state.media_resumes < self.resumes.load(Ordering::Relaxed) =>
+                if received.epoch != stream.media_epoch
+                    || stream.media_resumes < self.resumes.load(Ordering::Relaxed) =>
             {
                 gst::trace!(CAT, imp = self, "dropping a frame received before a pause");
             }
@@ -274,89 +760,108 @@ impl MoqSrc {
                 let frame = Frame {
                     header,
                     layer: received.layer,
-                    arrival: ns_since(state.epoch, received.received),
+                    arrival: ns_since(stream.epoch, received.received),
                     data: received,
                 };
-                match state.reorder.push(frame) {
-                    Pushed::Buffered { out_of_order } => {
-                        lock(&self.stats).arrived(&header, bytes, arrival_us, out_of_order);
-                    }
-                    Pushed::Dropped(frame, reason) => {
-                        let mut stats = lock(&self.stats);
-                        stats.arrived(&header, bytes, arrival_us, false);
-                        stats.dropped(reason);
-                        gst::debug!(
-                            CAT,
-                            imp = self,
-                            "dropped frame {} on arrival: {reason:?}",
-                            frame.header.decode_index
-                        );
-                    }
+                let refused = match &mut stream.reorder {
+                    Reorder::Video(r) => match r.push(frame) {
+                        Pushed::Buffered { out_of_order } => {
+                            lock(&stream.stats).arrived(&header, bytes, arrival_us, out_of_order);
+                            None
+                        }
+                        Pushed::Dropped(frame, reason) => Some((frame, reason)),
+                    },
+                    Reorder::Audio(a) => match a.push(frame) {
+                        Ok(()) => {
+                            lock(&stream.stats).arrived(&header, bytes, arrival_us, false);
+                            None
+                        }
+                        Err(refused) => Some(refused),
+                    },
+                };
+                if let Some((frame, reason)) = refused {
+                    lock(&stream.stats).arrived(&header, bytes, arrival_us, false);
+                    self.dropped(stream, &frame, reason);
                 }
             }
-            Item::GroupEnd { epoch, .. } if epoch != state.media_epoch => {}
+            Item::GroupEnd { epoch, .. } if epoch != stream.media_epoch => {}
             Item::GroupEnd {
                 group, complete, ..
             } => {
-                if !complete {
-                    gst::debug!(CAT, imp = self, "group {group} was reset");
-                    state.reorder.group_lost(group);
+                if !complete && let Reorder::Video(r) = &mut stream.reorder {
+                    gst::debug!(CAT, imp = self, "{}: group {group} was reset", stream.name);
+                    r.group_lost(group);
                 }
             }
-            Item::Eos => state.eos = true,
-            Item::Malformed(reason) => {
-                gst::warning!(CAT, imp = self, "ignoring malformed data: {reason}")
-            }
-            Item::Error(msg) => {
-                gst::element_imp_error!(self, gst::ResourceError::Read, ("{msg}"));
-                return Err(gst::FlowError::Error);
-            }
+            Item::Eos => stream.eos = true,
         }
-        Ok(())
     }
 
     fn stats(&self) -> gst::Structure {
-        let stats = lock(&self.stats).clone();
+        let outputs: Vec<(String, MediaKind, ReceiverStats)> = lock(&self.outputs)
+            .iter()
+            .map(|o| (o.name.clone(), o.kind, lock(&o.stats).clone()))
+            .collect();
         let mut s = gst::Structure::builder("moqsrc-stats");
-        for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
-            s = s
-                .field(format!("frames-received-{kind}"), stats.frames_received[i])
-                .field(format!("bytes-received-{kind}"), stats.bytes_received[i]);
+        // The first video track's figures at the top level, as before tracks were pads.
+        if let Some((_, _, video)) = outputs.iter().find(|(_, k, _)| *k == MediaKind::Video) {
+            for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
+                s = s
+                    .field(format!("frames-received-{kind}"), video.frames_received[i])
+                    .field(format!("bytes-received-{kind}"), video.bytes_received[i]);
+            }
+            s = stat_fields(s, video);
         }
-        s.field("frames-output", stats.frames_output)
-            .field("frames-late", stats.frames_late)
-            .field("frames-skipped", stats.frames_skipped)
-            .field("frames-duplicate", stats.frames_duplicate)
-            .field("jumps", stats.jumps)
-            .field("groups-skipped", stats.groups_skipped)
-            .field("skipped-ms", stats.skipped_ms)
-            .field("rebuffers", stats.rebuffers)
-            .field("reorder-events", stats.reorder_events)
-            .field("latency-p50-ms", stats.latency_ms(0.5).unwrap_or(-1.0))
-            .field("latency-p95-ms", stats.latency_ms(0.95).unwrap_or(-1.0))
-            .field("jitter-ms", stats.jitter_ms())
-            .field("ts-df-ms", stats.ts_df_ms().unwrap_or(-1.0))
-            .build()
+        let tracks: Vec<gst::Structure> = outputs
+            .iter()
+            .map(|(name, kind, stats)| {
+                let t = gst::Structure::builder("moqsrc-track")
+                    .field("name", name)
+                    .field("kind", kind.prefix())
+                    .field("frames-received", stats.frames_received.iter().sum::<u64>())
+                    .field("bytes-received", stats.bytes_received.iter().sum::<u64>());
+                stat_fields(t, stats).build()
+            })
+            .collect();
+        s.field("tracks", gst::Array::new(tracks)).build()
     }
 
-    fn make_buffer(&self, state: &mut Streaming, frame: Frame<Payload>, jump: bool) -> gst::Buffer {
+    fn make_buffer(
+        &self,
+        stream: &mut TrackStream,
+        frame: Frame<Received>,
+        jump: bool,
+    ) -> gst::Buffer {
         // A live source stamps data with when it arrived, not when downstream let us push
         // it: time spent blocked behind the decoder and sink is covered by their latency.
         let now = self
             .obj()
             .current_running_time()
             .map_or(0, |t| t.nseconds());
-        let waited = ns_since(state.epoch, Instant::now()).saturating_sub(frame.arrival);
+        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
         let arrival = now.saturating_sub(waited);
         let h = frame.header;
-        let stamped = state.playout.stamp_with(h.dts, h.pts, arrival, jump);
-        let rebuffered = stamped.discont && !jump && state.outputs > 0;
-        lock(&self.stats).output(&h, unix_now_us(), rebuffered);
-        state.outputs += 1;
+        let first = stream.outputs == 0;
+        let stamped = match lock(&self.timeline).as_mut() {
+            Some(timeline) => {
+                timeline.stamp(stream.kind, &mut stream.playout, first, &h, arrival, jump)
+            }
+            None => moq_media::playout::Stamped {
+                dts: arrival,
+                pts: arrival,
+                discont: true,
+                reanchored: true,
+                late: false,
+            },
+        };
+        let rebuffered = stamped.reanchored && !jump && stream.outputs > 0;
+        lock(&stream.stats).output(&h, unix_now_us(), rebuffered);
+        stream.outputs += 1;
         gst::log!(
             CAT,
             imp = self,
-            "frame {} arrived at {arrival} (now {now}): dts {} discont {}",
+            "{}: frame {} arrived at {arrival} (now {now}): dts {} discont {}",
+            stream.name,
             h.decode_index,
             stamped.dts,
             stamped.discont
@@ -368,12 +873,12 @@ impl MoqSrc {
             buffer.set_pts(clock_ns(stamped.pts));
             buffer.set_duration(clock_us(h.duration));
             // Counted from the publisher's first frame (its epoch).
-            let epoch = state.catalog.as_ref().map_or(0, |c| c.epoch);
+            let epoch = lock(&self.catalog).1.as_ref().map_or(0, |c| c.epoch);
             buffer.set_offset(h.decode_index.saturating_sub(epoch));
-            if stamped.discont {
+            if stamped.discont || jump {
                 buffer.set_flags(gst::BufferFlags::DISCONT);
             }
-            if h.kind != FrameKind::Key {
+            if stream.kind == MediaKind::Video && h.kind != FrameKind::Key {
                 buffer.set_flags(gst::BufferFlags::DELTA_UNIT);
             }
             static UNIX: LazyLock<gst::Caps> =
@@ -387,22 +892,53 @@ impl MoqSrc {
         }
         buffer
     }
+
+    /// Tells the network side what the streaming threads want; never waits.
+    fn control(&self, change: impl FnOnce(&mut Control)) {
+        if let Some(started) = lock(&self.started).as_ref() {
+            started.controls.send_modify(change);
+        }
+    }
+}
+
+/// The figures every track reports in `stats`.
+fn stat_fields(s: gst::structure::Builder, stats: &ReceiverStats) -> gst::structure::Builder {
+    s.field("frames-output", stats.frames_output)
+        .field("frames-late", stats.frames_late)
+        .field("frames-skipped", stats.frames_skipped)
+        .field("frames-duplicate", stats.frames_duplicate)
+        .field("jumps", stats.jumps)
+        .field("groups-skipped", stats.groups_skipped)
+        .field("skipped-ms", stats.skipped_ms)
+        .field("rebuffers", stats.rebuffers)
+        .field("reorder-events", stats.reorder_events)
+        .field("latency-p50-ms", stats.latency_ms(0.5).unwrap_or(-1.0))
+        .field("latency-p95-ms", stats.latency_ms(0.95).unwrap_or(-1.0))
+        .field("jitter-ms", stats.jitter_ms())
+        .field("ts-df-ms", stats.ts_df_ms().unwrap_or(-1.0))
+}
+
+/// Acts on the network side's events until it stops.
+async fn handle_events(element: glib::WeakRef<super::MoqSrc>, mut events: mpsc::Receiver<Event>) {
+    while let Some(event) = events.recv().await {
+        let Some(element) = element.upgrade() else {
+            return;
+        };
+        element.imp().handle_event(event);
+    }
 }
 
 #[glib::object_subclass]
 impl ObjectSubclass for MoqSrc {
     const NAME: &'static str = "GstMoqSrc";
     type Type = super::MoqSrc;
-    type ParentType = gst_base::PushSrc;
+    type ParentType = gst::Element;
 }
 
 impl ObjectImpl for MoqSrc {
     fn constructed(&self) {
         self.parent_constructed();
-        let obj = self.obj();
-        obj.set_live(true);
-        obj.set_format(gst::Format::Time);
-        obj.set_do_timestamp(false);
+        self.obj().set_element_flags(gst::ElementFlags::SOURCE);
     }
 
     fn properties() -> &'static [glib::ParamSpec] {
@@ -418,10 +954,14 @@ impl ObjectImpl for MoqSrc {
                     .blurb("Track namespace ('/' separates fields); unset: the URL path. Through moq-relay the URL path is the relay's root (e.g. /anon) and this the broadcast under it (e.g. live)")
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecString::builder("track")
-                    .nick("Track")
-                    .blurb("Name of the video track (the base layer; its enhancement track is found in the catalog)")
-                    .default_value(Some(DEFAULT_TRACK))
+                glib::ParamSpecString::builder("video-track")
+                    .nick("Video track")
+                    .blurb("Video track to play (a pad video_0; its enhancement track is found in the catalog); unset: the first H.264 track of the catalog; none: no video")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("audio-track")
+                    .nick("Audio track")
+                    .blurb("Audio track to play (a pad audio_0); unset: the first Opus or AAC track of the catalog; none: no audio")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
@@ -445,13 +985,13 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecBoolean::builder("skip-forward")
                     .nick("Skip forward")
-                    .blurb("Drop frames of GoPs older than the one playing and jump to newer media at once after a stall (re-anchored timestamps, DISCONT, a moq-skip message); false plays every frame late instead, so latency only grows")
+                    .blurb("Drop frames of GoPs older than the one playing and jump to newer media at once after a stall (re-anchored timestamps, DISCONT, a moq-skip message; audio jumps with the video); false plays every frame late instead, so latency only grows")
                     .default_value(true)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames and bytes received per kind, frames output, late, skipped, jumps, rebuffers, reorder events, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms)")
+                    .blurb("Per track (`tracks`): name, kind, frames and bytes received, output, late, skipped, jumps, rebuffers, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms); the first video track's figures, with frames and bytes per kind, also at the top level")
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("latency")
@@ -468,17 +1008,14 @@ impl ObjectImpl for MoqSrc {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         // GObject checked the value's type against the pspec before calling us.
+        let text = || value.get::<Option<String>>().unwrap_or_default();
         let mut settings = lock(&self.settings);
         match pspec.name() {
-            "url" => settings.url = value.get().unwrap_or_default(),
-            "namespace" => settings.namespace = value.get().unwrap_or_default(),
-            "track" => {
-                settings.track = value
-                    .get::<Option<String>>()
-                    .unwrap_or_default()
-                    .unwrap_or_else(|| DEFAULT_TRACK.into())
-            }
-            "tls-fingerprint" => settings.tls_fingerprint = value.get().unwrap_or_default(),
+            "url" => settings.url = text(),
+            "namespace" => settings.namespace = text(),
+            "video-track" => settings.video_track = Choice::from_property(text().as_deref()),
+            "audio-track" => settings.audio_track = Choice::from_property(text().as_deref()),
+            "tls-fingerprint" => settings.tls_fingerprint = text(),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
@@ -488,20 +1025,18 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let settings = lock(&self.settings);
+        let settings = lock(&self.settings).clone();
         match pspec.name() {
             "url" => settings.url.to_value(),
             "namespace" => settings.namespace.to_value(),
-            "track" => settings.track.to_value(),
+            "video-track" => settings.video_track.to_property().to_value(),
+            "audio-track" => settings.audio_track.to_property().to_value(),
             "tls-fingerprint" => settings.tls_fingerprint.to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),
-            "stats" => {
-                drop(settings);
-                self.stats().to_value()
-            }
+            "stats" => self.stats().to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -515,7 +1050,7 @@ impl ElementImpl for MoqSrc {
             gst::subclass::ElementMetadata::new(
                 "MoQ Source",
                 "Source/Network",
-                "Subscribes to an H.264 track over Media over QUIC Transport (draft-14)",
+                "Subscribes to H.264 video and Opus or AAC audio tracks over Media over QUIC Transport (draft-14)",
                 "moqsink developers",
             )
         });
@@ -527,6 +1062,12 @@ impl ElementImpl for MoqSrc {
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         match transition {
+            gst::StateChange::ReadyToPaused => {
+                if let Err(err) = self.start() {
+                    self.post_error_message(err);
+                    return Err(gst::StateChangeError);
+                }
+            }
             gst::StateChange::PlayingToPaused => {
                 // A live source captures nothing while paused: no media is wanted.
                 self.paused_after_playing.store(true, Ordering::Relaxed);
@@ -542,184 +1083,50 @@ impl ElementImpl for MoqSrc {
                     c.resumes = resumes;
                 });
             }
-            gst::StateChange::ReadyToNull | gst::StateChange::PausedToReady => {
+            gst::StateChange::PausedToReady => {
                 self.paused_after_playing.store(false, Ordering::Relaxed);
+                self.stop();
             }
             _ => {}
         }
-        self.parent_change_state(transition)
+        let result = self.parent_change_state(transition)?;
+        // A live source: nothing to preroll.
+        Ok(match transition {
+            gst::StateChange::ReadyToPaused | gst::StateChange::PlayingToPaused => {
+                gst::StateChangeSuccess::NoPreroll
+            }
+            _ => result,
+        })
     }
 
-    // Static caps and names: creating the template cannot fail.
+    // Static caps and names: creating the templates cannot fail.
     #[allow(clippy::expect_used)]
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = gst::Caps::builder("video/x-h264")
+            let video = gst::Caps::builder("video/x-h264")
                 .field("stream-format", "byte-stream")
                 .field("alignment", "au")
                 .build();
-            vec![
-                gst::PadTemplate::new(
-                    "src",
-                    gst::PadDirection::Src,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .expect("valid pad template"),
-            ]
+            let mut audio = gst::Caps::new_empty_simple("audio/x-opus");
+            audio.merge(
+                gst::Caps::builder("audio/mpeg")
+                    .field("mpegversion", 4i32)
+                    .field("stream-format", "raw")
+                    .build(),
+            );
+            [("video_%u", video), ("audio_%u", audio)]
+                .into_iter()
+                .map(|(name, caps)| {
+                    gst::PadTemplate::new(
+                        name,
+                        gst::PadDirection::Src,
+                        gst::PadPresence::Sometimes,
+                        &caps,
+                    )
+                    .expect("valid pad template")
+                })
+                .collect()
         });
         TEMPLATES.as_ref()
-    }
-}
-
-impl BaseSrcImpl for MoqSrc {
-    fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let (config, settings) = self.config()?;
-        let latency_ns = u64::from(settings.latency_ms) * 1_000_000;
-        let (tx, items) = mpsc::channel(ITEM_QUEUE);
-        let (controls, control_rx) = watch::channel(Control {
-            resumes: self.resumes.load(Ordering::Relaxed),
-            ..Control::default()
-        });
-        let worker = RUNTIME.spawn(receiver::run(config, tx, control_rx));
-        *lock(&self.stats) = ReceiverStats::default();
-        *lock(&self.streaming) = Some(Streaming {
-            items,
-            reorder: ReorderBuffer::new(latency_ns, settings.skip_forward),
-            playout: PlayoutClock::new(latency_ns),
-            epoch: Instant::now(),
-            catalog: None,
-            caps_pending: false,
-            eos: false,
-            outputs: 0,
-            media_epoch: 0,
-            media_resumes: self.resumes.load(Ordering::Relaxed),
-        });
-        *lock(&self.started) = Some(Started { worker, controls });
-        Ok(())
-    }
-
-    fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        if let Some(started) = lock(&self.started).take() {
-            started.worker.abort();
-        }
-        lock(&self.streaming).take();
-        Ok(())
-    }
-
-    fn is_seekable(&self) -> bool {
-        false
-    }
-
-    fn query(&self, query: &mut gst::QueryRef) -> bool {
-        if let gst::QueryViewMut::Latency(q) = query.view_mut() {
-            let latency = gst::ClockTime::from_mseconds(lock(&self.settings).latency_ms.into());
-            q.set(true, latency, gst::ClockTime::NONE);
-            return true;
-        }
-        BaseSrcImplExt::parent_query(self, query)
-    }
-
-    fn unlock(&self) -> Result<(), gst::ErrorMessage> {
-        self.canceller.cancel();
-        Ok(())
-    }
-
-    fn unlock_stop(&self) -> Result<(), gst::ErrorMessage> {
-        self.canceller.reset();
-        Ok(())
-    }
-}
-
-impl PushSrcImpl for MoqSrc {
-    fn create(
-        &self,
-        _buffer: Option<&mut gst::BufferRef>,
-    ) -> Result<CreateSuccess, gst::FlowError> {
-        // The streaming thread owns its state while it runs; put back whatever happens.
-        let mut state = lock(&self.streaming)
-            .take()
-            .ok_or(gst::FlowError::Flushing)?;
-        let result = self.produce(&mut state);
-        *lock(&self.streaming) = Some(state);
-        result.map(CreateSuccess::NewBuffer)
-    }
-}
-
-impl MoqSrc {
-    /// Waits for the next frame to output; no lock is held meanwhile.
-    fn produce(&self, state: &mut Streaming) -> Result<gst::Buffer, gst::FlowError> {
-        loop {
-            if state.caps_pending {
-                if let Some(catalog) = &state.catalog {
-                    let caps = Self::caps_for(catalog);
-                    gst::info!(CAT, imp = self, "caps {caps}");
-                    self.obj()
-                        .set_caps(&caps)
-                        .map_err(|_| gst::FlowError::NotNegotiated)?;
-                }
-                state.caps_pending = false;
-            }
-            let now = ns_since(state.epoch, Instant::now());
-            let drain_all = state.eos && state.items.is_empty();
-            match state.reorder.pop(if drain_all { u64::MAX } else { now }) {
-                Some(Popped::Frame { frame, jump }) => {
-                    if let Some(jump) = &jump {
-                        lock(&self.stats).jumped(jump);
-                        self.control(|c| {
-                            c.skip_before = c.skip_before.max(frame.header.base_group)
-                        });
-                        self.post_message(
-                            gst::Structure::builder("moq-skip")
-                                .field("skipped-ms", jump.skipped_us / 1000)
-                                .field("skipped-base-frames", jump.skipped_base_frames)
-                                .build(),
-                        );
-                    }
-                    return Ok(self.make_buffer(state, frame, jump.is_some()));
-                }
-                Some(Popped::Dropped { frame, reason }) => {
-                    lock(&self.stats).dropped(reason);
-                    gst::debug!(
-                        CAT,
-                        imp = self,
-                        "dropped frame {}: {reason:?}",
-                        frame.header.decode_index
-                    );
-                    continue;
-                }
-                None if drain_all => return Err(gst::FlowError::Eos),
-                None => {}
-            }
-            let deadline = state
-                .reorder
-                .deadline(now)
-                .map(|d| state.epoch + Duration::from_nanos(d));
-            let items = &mut state.items;
-            let next = self.canceller.block_on(RUNTIME.handle(), async {
-                match deadline {
-                    Some(at) => tokio::time::timeout_at(at.into(), items.recv()).await.ok(),
-                    None => Some(items.recv().await),
-                }
-            });
-            match next {
-                Err(_) => return Err(gst::FlowError::Flushing),
-                Ok(None) => {}
-                Ok(Some(Some(item))) => self.handle_item(state, item)?,
-                Ok(Some(None)) => {
-                    // The worker ended without an EOS or error item: it was stopped.
-                    if !state.eos {
-                        return Err(gst::FlowError::Flushing);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Tells the network side what the streaming thread wants; never waits.
-    fn control(&self, change: impl FnOnce(&mut Control)) {
-        if let Some(started) = lock(&self.started).as_ref() {
-            started.controls.send_modify(change);
-        }
     }
 }

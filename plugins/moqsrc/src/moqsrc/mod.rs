@@ -1,25 +1,29 @@
-//! `moqsrc`: plays an H.264 track published over MoQ Transport.
+//! `moqsrc`: plays the H.264 video and Opus or AAC audio tracks of a MoQ broadcast.
 //!
 //! ```text
-//! gst-launch-1.0 moqsrc url=moqt://127.0.0.1:4443/live tls-insecure=true \
-//!     ! h264parse ! avdec_h264 ! videoconvert ! autovideosink
+//! gst-launch-1.0 moqsrc name=s url=moqt://127.0.0.1:4443/live tls-insecure=true \
+//!     s. ! h264parse ! avdec_h264 ! videoconvert ! autovideosink \
+//!     s. ! opusdec ! audioconvert ! autoaudiosink
 //! ```
 //!
-//! A live source: it subscribes to the catalog and the video track(s), puts frames
-//! from the QUIC streams back in decode order (dropping what can no longer be decoded),
-//! and stamps them in running time so playback runs at 1× behind the `latency` it
-//! reports; after a jump or a stall it snaps to the new media at once.
+//! A live source with a sometimes pad per track it plays (`video_%u`, `audio_%u`, made
+//! from the catalog), each with its own streaming thread, so audio never waits for
+//! video. It puts frames from the QUIC streams back in order (dropping what can no longer
+//! be decoded) and stamps them in running time through one timeline for the whole
+//! broadcast, so playback runs at 1× behind the `latency` it reports and stays in sync;
+//! after a jump or a stall every track snaps to the new media at once.
 
 use gst::glib;
 use gst::prelude::*;
 
 mod imp;
 mod receiver;
+mod select;
 mod stats;
 
 glib::wrapper! {
     pub struct MoqSrc(ObjectSubclass<imp::MoqSrc>)
-        @extends gst_base::PushSrc, gst_base::BaseSrc, gst::Element, gst::Object;
+        @extends gst::Element, gst::Object;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

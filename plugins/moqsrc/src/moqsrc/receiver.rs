@@ -1,13 +1,15 @@
-//! The network side of moqsrc: connect, read the catalog, subscribe to the video
-//! track(s) and forward everything to the streaming thread. Free of GStreamer.
+//! The network side of moqsrc: connect, read the catalog, pick the tracks to play,
+//! subscribe to them and forward each one's frames to its pad. Free of GStreamer.
 //!
-//! Bounded both ways. Items wait in a bounded channel; when the streaming thread stops
-//! pulling, forwarding waits, the session's streams stop being read and QUIC's flow
-//! control throttles the publisher. While the element is paused the media subscriptions
-//! are dropped (a live source captures nothing in PAUSED) and taken up again at the live
-//! edge on resume; each subscription round has its own epoch, so the streaming thread can
-//! tell stale frames from new ones.
+//! Bounded both ways. Each track's items wait in a bounded channel of its own; when a
+//! pad stops pulling, only that track's forwarding waits, its streams stop being read and
+//! QUIC's flow control throttles the publisher, while the other tracks play on. While the
+//! element is paused the media subscriptions are dropped (a live source captures nothing
+//! in PAUSED) and taken up again at the live edge on resume; each subscription round has
+//! its own epoch, so a pad can tell stale frames from new ones.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -20,32 +22,39 @@ use moq_session::{
 };
 use moq_wire::draft14::publish_done_code;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::select::{self, Choice, MediaKind, Selected, TrackPrefs};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// A handshake that has not completed by then is restarted: QUIC backs off its Initial
 /// retransmissions, so a fresh attempt finds a returning server sooner.
 const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
-/// Subscriber priority of the enhancement track: below the base track (lower is higher).
-const ENHANCEMENT_PRIORITY: u8 = 200;
+/// Subscriber priorities (lower is more important): audio above video, the enhancement
+/// layer below the base layer.
+const AUDIO_PRIORITY: u8 = 50;
 const BASE_PRIORITY: u8 = 100;
-/// Items waiting for the streaming thread.
+const ENHANCEMENT_PRIORITY: u8 = 200;
+/// Items waiting for one pad.
 pub const ITEM_QUEUE: usize = 64;
+/// Events waiting for the element.
+pub const EVENT_QUEUE: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
     pub url: MoqUrl,
     /// Namespace of the tracks (by default the URL path).
     pub namespace: TrackNamespace,
-    pub track: String,
+    pub prefs: TrackPrefs,
     pub trust: Trust,
     /// How long to keep trying to get media before giving up with an error.
     pub timeout: Duration,
 }
 
-/// What the network side tells the streaming thread.
+/// What the network side tells the element.
 #[derive(Debug)]
-pub enum Item {
+pub enum Event {
     /// Media flows from a new session; `attempt` counts such sessions, 0 for the first.
     Connected {
         peer: std::net::SocketAddr,
@@ -54,6 +63,36 @@ pub enum Item {
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
     Disconnected(String),
     Catalog(Catalog),
+    /// A track to play: a pad for it, fed by `items`.
+    Track(TrackFeed),
+    /// Every track of the first catalog has been offered.
+    TracksComplete,
+    /// A media track whose codec moqsrc does not carry: no pad for it.
+    Unplayable {
+        name: String,
+        codec: String,
+    },
+    /// Data that is not valid; logged and skipped.
+    Malformed(String),
+    /// Fatal: the element posts an error naming the URL.
+    Error(String),
+}
+
+/// A track's pad-side end.
+#[derive(Debug)]
+pub struct TrackFeed {
+    pub track: Selected,
+    pub items: mpsc::Receiver<Item>,
+}
+
+/// What a pad gets.
+#[derive(Debug)]
+pub enum Item {
+    /// The timeline starts afresh (a new session, a restarted publisher, a resume): every
+    /// track gets the same `generation`, so the shared clock is reset once.
+    Reset {
+        generation: u64,
+    },
     /// The media subscriptions (re)started, after `resumes` resumes of the element: frames
     /// of this epoch follow.
     Subscribed {
@@ -61,7 +100,7 @@ pub enum Item {
         resumes: u64,
     },
     Frame(Received),
-    /// A base-layer group's stream ended; `complete` is false when it was reset.
+    /// A video base-layer group's stream ended; `complete` is false when it was reset.
     GroupEnd {
         epoch: u64,
         group: u64,
@@ -69,10 +108,6 @@ pub enum Item {
     },
     /// The publisher ended the track.
     Eos,
-    /// A payload that is not a valid frame; logged and skipped.
-    Malformed(String),
-    /// Fatal: the element posts an error naming the URL.
-    Error(String),
 }
 
 /// A frame as received. The object it came in keeps its bytes counted against the
@@ -87,10 +122,10 @@ pub struct Received {
     pub _object: Object,
 }
 
-/// What the streaming thread wants; the latest value counts.
+/// What the streaming threads want; the latest value counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Control {
-    /// Playback jumped to this base group: older ones are no longer wanted.
+    /// Video playback jumped to this base group: older ones are no longer wanted.
     pub skip_before: u64,
     /// The element is paused: no media wanted.
     pub paused: bool,
@@ -112,13 +147,56 @@ struct Progress {
     sessions: u32,
     /// Epoch of the latest media subscriptions.
     epoch: u64,
-    /// When media last arrived (or waiting for it was excused, e.g. while paused).
-    last_media: Instant,
+    /// When media last arrived (or waiting for it was excused, e.g. while paused), ms since
+    /// `origin`; written by every track's forwarder.
+    last_media: Arc<AtomicU64>,
+    origin: Instant,
     /// The `resumes` of [`Control`] already acted on.
     resumes: u64,
+    /// The tracks offered to the element, and where their items go.
+    outputs: Vec<(Selected, mpsc::Sender<Item>)>,
+    /// Media tracks already reported as unplayable.
+    unplayable: Vec<String>,
+    tracks_complete: bool,
+    /// Timeline resets so far.
+    generation: u64,
 }
 
-/// What forwarding an item came to.
+impl Progress {
+    fn media_arrived(&self) {
+        stamp(&self.last_media, self.origin);
+    }
+
+    fn last_media(&self) -> Instant {
+        self.origin + Duration::from_millis(self.last_media.load(Ordering::Relaxed))
+    }
+
+    fn output(&self, name: &str) -> Option<&mpsc::Sender<Item>> {
+        self.outputs
+            .iter()
+            .find(|(t, _)| t.name == name)
+            .map(|(_, tx)| tx)
+    }
+
+    /// Tells every track to start its timeline afresh.
+    async fn reset(&mut self) {
+        self.generation += 1;
+        for (_, tx) in &self.outputs {
+            let _ = tx
+                .send(Item::Reset {
+                    generation: self.generation,
+                })
+                .await;
+        }
+    }
+}
+
+fn stamp(last_media: &AtomicU64, origin: Instant) {
+    let ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+    last_media.store(ms, Ordering::Relaxed);
+}
+
+/// What forwarding came to.
 enum Flow {
     Sent,
     /// The element paused or resumed: the media subscriptions restart.
@@ -127,34 +205,50 @@ enum Flow {
     Closed,
 }
 
-/// Runs until the track ends or the element drops its side. A lost or refused session is
-/// retried, from the live edge, until no media has arrived for `timeout`; only then is it
-/// an error naming the URL and what failed.
+/// How one track's forwarding ended.
+enum TrackEnd {
+    /// The publisher ended the track.
+    Ended,
+    Restart,
+    Closed,
+    /// The subscription ended abnormally or the session was lost.
+    Lost(String),
+}
+
+/// Runs until every track ends or the element drops its side. A lost or refused session
+/// is retried, from the live edge, until no media has arrived for `timeout`; only then is
+/// it an error naming the URL and what failed.
 pub async fn run(
     config: ReceiverConfig,
-    tx: mpsc::Sender<Item>,
+    events: mpsc::Sender<Event>,
     controls: watch::Receiver<Control>,
 ) {
     let mut controls = controls;
+    let origin = Instant::now();
     let mut progress = Progress {
         sessions: 0,
         epoch: 0,
-        last_media: Instant::now(),
+        last_media: Arc::new(AtomicU64::new(0)),
+        origin,
         resumes: controls.borrow().resumes,
+        outputs: Vec::new(),
+        unplayable: Vec::new(),
+        tracks_complete: false,
+        generation: 0,
     };
     loop {
-        let Err(lost) = receive(&config, &tx, &mut controls, &mut progress).await else {
+        let Err(lost) = receive(&config, &events, &mut controls, &mut progress).await else {
             return;
         };
         if lost.had_media {
-            let _ = tx.send(Item::Disconnected(lost.reason.clone())).await;
+            let _ = events.send(Event::Disconnected(lost.reason.clone())).await;
         }
         if controls.borrow().paused {
-            progress.last_media = Instant::now();
+            progress.media_arrived();
         }
-        if Instant::now() + RETRY_INTERVAL >= progress.last_media + config.timeout {
-            let _ = tx
-                .send(Item::Error(format!(
+        if Instant::now() + RETRY_INTERVAL >= progress.last_media() + config.timeout {
+            let _ = events
+                .send(Event::Error(format!(
                     "{} (no media for {} s)",
                     lost.reason,
                     config.timeout.as_secs()
@@ -168,11 +262,11 @@ pub async fn run(
 
 async fn receive(
     config: &ReceiverConfig,
-    tx: &mpsc::Sender<Item>,
+    events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
 ) -> Result<(), Lost> {
-    let remaining = (progress.last_media + config.timeout)
+    let remaining = (progress.last_media() + config.timeout)
         .saturating_duration_since(Instant::now())
         .clamp(RETRY_INTERVAL, CONNECT_ATTEMPT);
     let connecting = moq_session::connect(&config.url, &config.trust, SessionConfig::default());
@@ -182,7 +276,7 @@ async fn receive(
         Err(_) => return Err(not_connected(config, SessionError::Timeout("connecting"))),
     };
     let mut had_media = false;
-    receive_session(config, tx, controls, progress, &session, &mut had_media)
+    receive_session(config, events, controls, progress, &session, &mut had_media)
         .await
         .map_err(|reason| Lost { reason, had_media })
 }
@@ -194,15 +288,9 @@ fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
     }
 }
 
-/// The media subscriptions of one round.
-struct Media {
-    base: Subscription,
-    enhancement: Option<Subscription>,
-}
-
 async fn receive_session(
     config: &ReceiverConfig,
-    tx: &mpsc::Sender<Item>,
+    events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
     session: &Session,
@@ -228,49 +316,75 @@ async fn receive_session(
         )
         .await
         .map_err(|e| fail(&format!("the catalog of namespace {path:?}"), e))?;
-    // Subscribe to the video before the catalog arrives so no group is missed; its
-    // events wait in the subscription until the catalog has been forwarded.
-    let mut base = Some(subscribe(config, session, &config.track, BASE_PRIORITY).await?);
-    let deadline = progress.last_media + config.timeout;
-    let mut catalog = first_catalog(&mut catalog_sub, deadline)
+    // The tracks the catalog will most likely list are subscribed before it arrives, so
+    // the group that starts along with it is not missed; the catalog decides which stay.
+    let mut early: Vec<EarlySubscription> = [
+        (MediaKind::Video, &config.prefs.video, catalog::BASE_TRACK),
+        (MediaKind::Audio, &config.prefs.audio, catalog::AUDIO_TRACK),
+    ]
+    .into_iter()
+    .filter(|(_, choice, _)| **choice != Choice::Off)
+    .map(|(kind, choice, default)| {
+        let name = match choice {
+            Choice::Named(name) => name.clone(),
+            Choice::First | Choice::Off => default.to_owned(),
+        };
+        let (session, config, track) = (session.clone(), config.clone(), name.clone());
+        let task =
+            tokio::spawn(async move { subscribe(&config, &session, &track, priority(kind)).await });
+        EarlySubscription { name, task }
+    })
+    .collect();
+    let deadline = progress.last_media() + config.timeout;
+    let catalog = first_catalog(&mut catalog_sub, deadline)
         .await
         .map_err(|e| format!("{}: namespace {path:?}: {e}", config.url))?;
-    if tx.send(Item::Catalog(catalog.clone())).await.is_err() {
+    let mut catalog_updates = Some(catalog_sub);
+    let mut current = catalog;
+    if !offer_tracks(config, events, progress, &current).await? {
         return Ok(());
     }
-    let mut catalog_updates = Some(catalog_sub);
+    if progress.sessions > 0 {
+        // A new session starts at the live edge, maybe of a restarted publisher.
+        progress.reset().await;
+    }
     loop {
         // Paused: keep the session, want no media.
         while controls.borrow().paused {
-            progress.last_media = Instant::now();
+            progress.media_arrived();
             if controls.changed().await.is_err() {
                 return Ok(());
             }
         }
+        let resumed = controls.borrow().resumes != progress.resumes;
         progress.resumes = controls.borrow().resumes;
-        let base = match base.take() {
-            Some(base) => base,
-            None => subscribe(config, session, &config.track, BASE_PRIORITY).await?,
-        };
-        let enhancement = match catalog.track(TrackRole::Enhancement) {
-            Some(name) => Some(subscribe(config, session, name, ENHANCEMENT_PRIORITY).await?),
-            None => None,
-        };
-        let media = Media { base, enhancement };
+        if resumed {
+            // Resumed at the live edge: the old timeline means nothing.
+            progress.reset().await;
+        }
+        let selection = select::select(&current, &config.prefs)
+            .map_err(|e| format!("{}: namespace {path:?}: {e}", config.url))?;
         progress.epoch += 1;
-        let subscribed = Item::Subscribed {
-            epoch: progress.epoch,
-            resumes: progress.resumes,
-        };
-        if tx.send(subscribed).await.is_err() {
-            return Ok(());
+        let mut round = JoinSet::new();
+        for track in selection.tracks {
+            let early = early
+                .iter()
+                .position(|e| e.name == track.name)
+                .map(|at| early.swap_remove(at).task);
+            start_track(
+                config, events, session, progress, controls, &mut round, track, early,
+            )
+            .await?;
+        }
+        for unused in early.drain(..) {
+            unused.task.abort();
         }
         if !*had_media {
-            let connected = Item::Connected {
+            let connected = Event::Connected {
                 peer: session.remote_address(),
                 attempt: progress.sessions,
             };
-            if tx.send(connected).await.is_err() {
+            if events.send(connected).await.is_err() {
                 return Ok(());
             }
             progress.sessions += 1;
@@ -278,19 +392,136 @@ async fn receive_session(
         }
         let ended = play(
             config,
-            tx,
+            events,
             controls,
             progress,
             session,
-            media,
-            &mut catalog,
+            &mut round,
+            &mut current,
             &mut catalog_updates,
         )
         .await?;
+        round.abort_all();
         if ended {
             return Ok(());
         }
     }
+}
+
+/// Reports the catalog, offers its tracks that are not offered yet and warns about those
+/// it cannot play. False when the element is gone.
+async fn offer_tracks(
+    config: &ReceiverConfig,
+    events: &mpsc::Sender<Event>,
+    progress: &mut Progress,
+    catalog: &Catalog,
+) -> Result<bool, String> {
+    if events.send(Event::Catalog(catalog.clone())).await.is_err() {
+        return Ok(false);
+    }
+    let selection = select::select(catalog, &config.prefs).map_err(|e| {
+        format!(
+            "{}: namespace {:?}: {e}",
+            config.url,
+            config.namespace.to_path()
+        )
+    })?;
+    for (name, codec) in selection.unplayable {
+        if !progress.unplayable.contains(&name) {
+            progress.unplayable.push(name.clone());
+            if events
+                .send(Event::Unplayable { name, codec })
+                .await
+                .is_err()
+            {
+                return Ok(false);
+            }
+        }
+    }
+    for track in selection.tracks {
+        if progress.output(&track.name).is_some() {
+            continue;
+        }
+        let (tx, items) = mpsc::channel(ITEM_QUEUE);
+        progress.outputs.push((track.clone(), tx));
+        if events
+            .send(Event::Track(TrackFeed { track, items }))
+            .await
+            .is_err()
+        {
+            return Ok(false);
+        }
+    }
+    if !progress.tracks_complete {
+        progress.tracks_complete = true;
+        if events.send(Event::TracksComplete).await.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A subscription made before the catalog arrived.
+struct EarlySubscription {
+    name: String,
+    task: tokio::task::JoinHandle<Result<Subscription, String>>,
+}
+
+fn priority(kind: MediaKind) -> u8 {
+    match kind {
+        MediaKind::Video => BASE_PRIORITY,
+        MediaKind::Audio => AUDIO_PRIORITY,
+    }
+}
+
+/// Subscribes to a selected track (or takes its early subscription) and starts
+/// forwarding it in `round`.
+#[allow(clippy::too_many_arguments)]
+async fn start_track(
+    config: &ReceiverConfig,
+    events: &mpsc::Sender<Event>,
+    session: &Session,
+    progress: &Progress,
+    controls: &watch::Receiver<Control>,
+    round: &mut JoinSet<TrackEnd>,
+    track: Selected,
+    early: Option<tokio::task::JoinHandle<Result<Subscription, String>>>,
+) -> Result<(), String> {
+    let Some(tx) = progress.output(&track.name).cloned() else {
+        return Ok(());
+    };
+    let main = match early {
+        Some(task) => match task.await {
+            Ok(Ok(sub)) => sub,
+            _ => subscribe(config, session, &track.name, priority(track.kind)).await?,
+        },
+        None => subscribe(config, session, &track.name, priority(track.kind)).await?,
+    };
+    let enhancement = match &track.enhancement {
+        Some(name) => Some(subscribe(config, session, name, ENHANCEMENT_PRIORITY).await?),
+        None => None,
+    };
+    let subscribed = Item::Subscribed {
+        epoch: progress.epoch,
+        resumes: progress.resumes,
+    };
+    if tx.send(subscribed).await.is_err() {
+        return Ok(());
+    }
+    let forwarder = Forwarder {
+        url: config.url.to_string(),
+        kind: track.kind,
+        epoch: progress.epoch,
+        resumes: progress.resumes,
+        tx,
+        events: events.clone(),
+        controls: controls.clone(),
+        last_media: progress.last_media.clone(),
+        origin: progress.origin,
+        lost: session.clone(),
+    };
+    round.spawn(forwarder.run(main, enhancement));
+    Ok(())
 }
 
 /// Subscribes to a media track of the namespace.
@@ -316,60 +547,59 @@ async fn subscribe(
         })
 }
 
-/// Forwards one round of media until the track ends (`Ok(true)`), the element pauses or
-/// resumes (`Ok(false)`), or the session is lost.
+/// Follows the catalog while the round's tracks play, until every track ended
+/// (`Ok(true)`), the element pauses or resumes (`Ok(false)`), or the session is lost.
 #[allow(clippy::too_many_arguments)]
 async fn play(
     config: &ReceiverConfig,
-    tx: &mpsc::Sender<Item>,
+    events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
     session: &Session,
-    mut media: Media,
+    round: &mut JoinSet<TrackEnd>,
     catalog: &mut Catalog,
     catalog_updates: &mut Option<Subscription>,
 ) -> Result<bool, String> {
-    let epoch = progress.epoch;
-    let mut skip_before = controls.borrow().skip_before;
     loop {
-        let item = tokio::select! {
-            event = media.base.next() => match event {
-                // Only the publisher ending its track is the end of the stream; a relay
-                // ends subscriptions with other codes when the publisher goes away, and
-                // then we subscribe again.
-                Some(TrackEvent::Ended { status, .. }) if status == publish_done_code::TRACK_ENDED => {
-                    let _ = tx.send(Item::Eos).await;
-                    return Ok(true);
-                }
-                Some(TrackEvent::Ended { status, reason }) => {
-                    return Err(format!(
-                        "{}: the track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
-                        config.url
-                    ));
-                }
-                Some(event) => media_item(event, TrackRole::Base, epoch),
-                None => return Err(lost(session, config)),
-            },
-            event = next_or_pending(&mut media.enhancement) => match event {
-                Some(TrackEvent::Ended { .. }) | None => {
-                    media.enhancement = None;
-                    None
-                }
-                Some(event) => media_item(event, TrackRole::Enhancement, epoch),
+        tokio::select! {
+            ended = round.join_next() => match ended {
+                None => return Ok(true),
+                Some(Ok(TrackEnd::Ended)) => {}
+                Some(Ok(TrackEnd::Restart)) => return Ok(false),
+                Some(Ok(TrackEnd::Closed)) | Some(Err(_)) => return Ok(true),
+                Some(Ok(TrackEnd::Lost(reason))) => return Err(reason),
             },
             event = next_or_pending(catalog_updates) => match event {
                 Some(TrackEvent::Object(object)) => match Catalog::from_json(&object.payload) {
-                    Ok(c) => {
-                        *catalog = c.clone();
-                        Some(Item::Catalog(c))
+                    Ok(update) => {
+                        if update.epoch != catalog.epoch {
+                            // The publisher restarted behind a relay: its indices and
+                            // timestamps start afresh.
+                            progress.reset().await;
+                        }
+                        let known: Vec<String> =
+                            progress.outputs.iter().map(|(t, _)| t.name.clone()).collect();
+                        *catalog = update.clone();
+                        if !offer_tracks(config, events, progress, &update).await? {
+                            return Ok(true);
+                        }
+                        // Tracks the update added play from now on.
+                        let added = select::select(&update, &config.prefs)
+                            .map(|s| s.tracks)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .filter(|t| !known.contains(&t.name));
+                        for track in added {
+                            start_track(config, events, session, progress, controls, round, track, None)
+                                .await?;
+                        }
                     }
-                    Err(e) => Some(Item::Malformed(format!("catalog update: {e}"))),
+                    Err(e) => {
+                        let _ = events.send(Event::Malformed(format!("catalog update: {e}"))).await;
+                    }
                 },
-                Some(TrackEvent::Ended { .. }) | None => {
-                    *catalog_updates = None;
-                    None
-                }
-                Some(TrackEvent::GroupEnd { .. }) => None,
+                Some(TrackEvent::Ended { .. }) | None => *catalog_updates = None,
+                Some(TrackEvent::GroupEnd { .. }) => {}
             },
             changed = controls.changed() => {
                 if changed.is_err() {
@@ -379,48 +609,135 @@ async fn play(
                 if c.paused || c.resumes != progress.resumes {
                     return Ok(false);
                 }
-                if c.skip_before > skip_before {
-                    skip_before = c.skip_before;
-                    media.base.stop_groups_before(skip_before);
-                }
-                None
             }
-        };
-        let Some(item) = item else {
-            continue;
-        };
-        if matches!(item, Item::Frame(_)) {
-            progress.last_media = Instant::now();
-        }
-        match deliver(tx, controls, progress, item).await {
-            Flow::Sent => {}
-            Flow::Restart => return Ok(false),
-            Flow::Closed => return Ok(true),
         }
     }
 }
 
-/// Sends an item to the streaming thread, waiting while it is behind, unless the element
-/// pauses or resumes meanwhile (then the item is stale).
-async fn deliver(
-    tx: &mpsc::Sender<Item>,
-    controls: &mut watch::Receiver<Control>,
-    progress: &Progress,
-    item: Item,
-) -> Flow {
-    let resumes = progress.resumes;
-    tokio::select! {
-        sent = tx.send(item) => if sent.is_err() { Flow::Closed } else { Flow::Sent },
-        changed = controls.wait_for(|c| c.paused || c.resumes != resumes) => {
-            if changed.is_err() { Flow::Closed } else { Flow::Restart }
-        }
-    }
+/// Forwards one track's frames to its pad.
+struct Forwarder {
+    url: String,
+    kind: MediaKind,
+    epoch: u64,
+    resumes: u64,
+    tx: mpsc::Sender<Item>,
+    events: mpsc::Sender<Event>,
+    controls: watch::Receiver<Control>,
+    last_media: Arc<AtomicU64>,
+    origin: Instant,
+    lost: Session,
 }
 
-fn lost(session: &Session, config: &ReceiverConfig) -> String {
-    match session.close_reason() {
-        Some(reason) => format!("connection to {} lost: {reason}", config.url),
-        None => format!("connection to {} lost", config.url),
+impl Forwarder {
+    async fn run(
+        mut self,
+        mut main: Subscription,
+        mut enhancement: Option<Subscription>,
+    ) -> TrackEnd {
+        let mut skip_before = self.controls.borrow().skip_before;
+        loop {
+            let item = tokio::select! {
+                event = main.next() => match event {
+                    // Only the publisher ending its track is the end of the stream; a relay
+                    // ends subscriptions with other codes when the publisher goes away, and
+                    // then we subscribe again.
+                    Some(TrackEvent::Ended { status, .. }) if status == publish_done_code::TRACK_ENDED => {
+                        let _ = self.tx.send(Item::Eos).await;
+                        return TrackEnd::Ended;
+                    }
+                    Some(TrackEvent::Ended { status, reason }) => {
+                        return TrackEnd::Lost(format!(
+                            "{}: a track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
+                            self.url
+                        ));
+                    }
+                    Some(event) => self.item(event, TrackRole::Base),
+                    None => {
+                        return TrackEnd::Lost(match self.lost.close_reason() {
+                            Some(reason) => format!("connection to {} lost: {reason}", self.url),
+                            None => format!("connection to {} lost", self.url),
+                        });
+                    }
+                },
+                event = next_or_pending(&mut enhancement) => match event {
+                    Some(TrackEvent::Ended { .. }) | None => {
+                        enhancement = None;
+                        None
+                    }
+                    Some(event) => self.item(event, TrackRole::Enhancement),
+                },
+                changed = self.controls.changed() => {
+                    if changed.is_err() {
+                        return TrackEnd::Closed;
+                    }
+                    let c = *self.controls.borrow();
+                    if c.paused || c.resumes != self.resumes {
+                        return TrackEnd::Restart;
+                    }
+                    if self.kind == MediaKind::Video && c.skip_before > skip_before {
+                        skip_before = c.skip_before;
+                        main.stop_groups_before(skip_before);
+                    }
+                    None
+                }
+            };
+            let Some(item) = item else {
+                continue;
+            };
+            if matches!(item, Item::Frame(_)) {
+                stamp(&self.last_media, self.origin);
+            }
+            match self.deliver(item).await {
+                Flow::Sent => {}
+                Flow::Restart => return TrackEnd::Restart,
+                Flow::Closed => return TrackEnd::Closed,
+            }
+        }
+    }
+
+    /// Sends an item to the pad, waiting while it is behind, unless the element pauses or
+    /// resumes meanwhile (then the item is stale).
+    async fn deliver(&mut self, item: Item) -> Flow {
+        let resumes = self.resumes;
+        tokio::select! {
+            sent = self.tx.send(item) => if sent.is_err() { Flow::Closed } else { Flow::Sent },
+            changed = self.controls.wait_for(|c| c.paused || c.resumes != resumes) => {
+                if changed.is_err() { Flow::Closed } else { Flow::Restart }
+            }
+        }
+    }
+
+    /// The item for a media track event, if any. A payload that is not a frame is
+    /// logged and skipped.
+    fn item(&self, event: TrackEvent, layer: TrackRole) -> Option<Item> {
+        match event {
+            TrackEvent::Object(object) => match FrameHeader::decode(&object.payload) {
+                Ok((header, au)) => Some(Item::Frame(Received {
+                    epoch: self.epoch,
+                    header,
+                    layer,
+                    au: object.payload.slice_ref(au),
+                    received: object.received,
+                    _object: object,
+                })),
+                Err(e) => {
+                    // Never waits: when the element is behind, one report is as good as many.
+                    let what = format!("group {} object {}: {e}", object.group, object.id);
+                    let _ = self.events.try_send(Event::Malformed(what));
+                    None
+                }
+            },
+            TrackEvent::GroupEnd { group, complete }
+                if layer == TrackRole::Base && self.kind == MediaKind::Video =>
+            {
+                Some(Item::GroupEnd {
+                    epoch: self.epoch,
+                    group,
+                    complete,
+                })
+            }
+            TrackEvent::GroupEnd { .. } | TrackEvent::Ended { .. } => None,
+        }
     }
 }
 
@@ -449,29 +766,4 @@ async fn first_catalog(sub: &mut Subscription, deadline: Instant) -> Result<Cata
     tokio::time::timeout_at(deadline.into(), wait)
         .await
         .map_err(|_| "no catalog arrived".to_owned())?
-}
-
-/// The item for a media track event, if any.
-fn media_item(event: TrackEvent, layer: TrackRole, epoch: u64) -> Option<Item> {
-    match event {
-        TrackEvent::Object(object) => Some(match FrameHeader::decode(&object.payload) {
-            Ok((header, au)) => Item::Frame(Received {
-                epoch,
-                header,
-                layer,
-                au: object.payload.slice_ref(au),
-                received: object.received,
-                _object: object,
-            }),
-            Err(e) => Item::Malformed(format!("group {} object {}: {e}", object.group, object.id)),
-        }),
-        TrackEvent::GroupEnd { group, complete } if layer == TrackRole::Base => {
-            Some(Item::GroupEnd {
-                epoch,
-                group,
-                complete,
-            })
-        }
-        TrackEvent::GroupEnd { .. } | TrackEvent::Ended { .. } => None,
-    }
 }

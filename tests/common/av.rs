@@ -1,0 +1,368 @@
+//! Audio and video together: a live camera-like sender into moqsink's `video_0` and
+//! `audio_0` pads, a receiver decoding both of moqsrc's pads, what crossed each pad on
+//! both sides, and the figures the A/V tests assert on (delivery, A/V skew, audio gaps).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+
+use super::{WAIT, init};
+
+/// The audio codec of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioCodec {
+    Opus,
+    Aac,
+}
+
+impl AudioCodec {
+    /// Raw audio → encoded frames moqsink takes (64 kbit/s).
+    fn encoder(self) -> &'static str {
+        match self {
+            AudioCodec::Opus => "opusenc bitrate=64000 frame-size=20",
+            AudioCodec::Aac => "avenc_aac bitrate=64000 ! aacparse",
+        }
+    }
+
+    fn decoder(self) -> &'static str {
+        match self {
+            AudioCodec::Opus => "opusdec",
+            AudioCodec::Aac => "avdec_aac",
+        }
+    }
+
+    pub fn elements(self) -> [&'static str; 2] {
+        match self {
+            AudioCodec::Opus => ["opusenc", "opusdec"],
+            AudioCodec::Aac => ["avenc_aac", "avdec_aac"],
+        }
+    }
+}
+
+/// Live stereo audio, every buffer different.
+pub const AV_AUDIO: &str = "audiotestsrc is-live=true wave=ticks \
+    ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! audioresample";
+
+/// One frame as it reached a moqsink pad: its running time and duration, µs.
+#[derive(Debug, Clone, Copy)]
+pub struct SentFrame {
+    pub pts_us: i64,
+    pub duration_us: i64,
+}
+
+/// One frame as it left a moqsrc pad.
+#[derive(Debug, Clone, Copy)]
+pub struct OutFrame {
+    /// Position in its track, counted from the publisher's first frame.
+    pub offset: u64,
+    pub pts_us: i64,
+    pub duration_us: i64,
+    pub discont: bool,
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+/// Records every buffer crossing `pad` in running time.
+fn record_sent(pad: &gst::Pad) -> Shared<Vec<SentFrame>> {
+    let sent: Shared<Vec<SentFrame>> = Arc::default();
+    let record = sent.clone();
+    let segment: Shared<Option<gst::FormattedSegment<gst::ClockTime>>> = Arc::default();
+    pad.add_probe(
+        gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
+        move |_, info| {
+            if let Some(gst::EventView::Segment(s)) = info.event().map(|e| e.view()) {
+                *segment.lock().unwrap() = s.segment().clone().downcast().ok();
+            }
+            if let Some(buffer) = info.buffer()
+                && let Some(pts) = buffer.pts()
+            {
+                let running = segment
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .and_then(|s| s.to_running_time(pts))
+                    .unwrap_or(pts);
+                record.lock().unwrap().push(SentFrame {
+                    pts_us: running.useconds() as i64,
+                    duration_us: buffer.duration().map_or(0, |d| d.useconds() as i64),
+                });
+            }
+            gst::PadProbeReturn::Ok
+        },
+    );
+    sent
+}
+
+/// A/V into moqsink, recording what reaches each pad.
+pub struct AvSender {
+    pub pipeline: gst::Pipeline,
+    pub sink: gst::Element,
+    pub video: Shared<Vec<SentFrame>>,
+    pub audio: Shared<Vec<SentFrame>>,
+}
+
+impl AvSender {
+    /// `video` is a pipeline fragment ending in H.264 access units; `target` says where
+    /// moqsink goes (`listen=…` or `url=…`).
+    pub fn start(video: &str, codec: AudioCodec, target: &str) -> AvSender {
+        init();
+        let description = format!(
+            "{video} ! m.video_0 {AV_AUDIO} ! {} ! m.audio_0 moqsink name=m sync=false {target}",
+            codec.encoder()
+        );
+        let pipeline = gst::parse::launch(&description)
+            .unwrap_or_else(|e| panic!("{description}: {e}"))
+            .downcast::<gst::Pipeline>()
+            .expect("a pipeline");
+        let sink = pipeline.by_name("m").expect("moqsink");
+        let pad = |name| sink.static_pad(name).expect("requested pad");
+        let video = record_sent(&pad("video_0"));
+        let audio = record_sent(&pad("audio_0"));
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("sender plays");
+        AvSender {
+            pipeline,
+            sink,
+            video,
+            audio,
+        }
+    }
+
+    pub fn fingerprint(&self) -> String {
+        self.sink
+            .property::<Option<String>>("tls-fingerprint")
+            .expect("a fingerprint")
+    }
+
+    /// Sends EOS and waits for moqsink to drain it.
+    pub fn finish(&self) {
+        self.pipeline.send_event(gst::event::Eos::new());
+        super::wait_eos(&self.pipeline, WAIT).expect("sender reaches EOS");
+    }
+}
+
+impl Drop for AvSender {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+/// What one of moqsrc's pads carried, and what its decoder and sink made of it.
+#[derive(Debug, Default)]
+pub struct PadRecord {
+    pub outputs: Vec<OutFrame>,
+    /// Decoded buffers that reached the sink.
+    pub rendered: usize,
+    pub eos: bool,
+}
+
+/// `moqsrc` with both pads decoded into `fakesink sync=true`.
+pub struct AvReceiver {
+    pub pipeline: gst::Pipeline,
+    pub video: Shared<PadRecord>,
+    pub audio: Shared<PadRecord>,
+    /// Element messages and warnings, by name / text.
+    pub messages: Shared<Vec<String>>,
+}
+
+fn record_output(element: &gst::Element, pad: &str, record: Shared<PadRecord>) {
+    element
+        .static_pad(pad)
+        .expect("pad")
+        .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(b) = info.buffer() {
+                record.lock().unwrap().outputs.push(OutFrame {
+                    offset: b.offset(),
+                    pts_us: b.pts().map_or(-1, |t| t.useconds() as i64),
+                    duration_us: b.duration().map_or(0, |d| d.useconds() as i64),
+                    discont: b.flags().contains(gst::BufferFlags::DISCONT),
+                });
+            }
+            gst::PadProbeReturn::Ok
+        });
+}
+
+fn record_rendering(element: &gst::Element, record: Shared<PadRecord>) {
+    element.static_pad("sink").expect("sink pad").add_probe(
+        gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
+        move |_, info| {
+            let mut r = record.lock().unwrap();
+            if info.buffer().is_some() {
+                r.rendered += 1;
+            }
+            if let Some(gst::EventView::Eos(_)) = info.event().map(|e| e.view()) {
+                r.eos = true;
+            }
+            gst::PadProbeReturn::Ok
+        },
+    );
+}
+
+impl AvReceiver {
+    pub fn start(src_properties: &str, codec: AudioCodec) -> AvReceiver {
+        init();
+        let description = format!(
+            "moqsrc name=s {src_properties} \
+             s. ! h264parse name=vparse ! avdec_h264 name=vdec ! fakesink name=vout sync=true \
+             s. ! {} name=adec ! fakesink name=aout sync=true",
+            codec.decoder()
+        );
+        let pipeline = gst::parse::launch(&description)
+            .unwrap_or_else(|e| panic!("{description}: {e}"))
+            .downcast::<gst::Pipeline>()
+            .expect("a pipeline");
+        let video: Shared<PadRecord> = Arc::default();
+        let audio: Shared<PadRecord> = Arc::default();
+        let by_name = |n| pipeline.by_name(n).expect("element");
+        // moqsrc's pads come with the catalog: what they carry is watched downstream.
+        record_output(&by_name("vparse"), "sink", video.clone());
+        record_output(&by_name("adec"), "sink", audio.clone());
+        record_rendering(&by_name("vout"), video.clone());
+        record_rendering(&by_name("aout"), audio.clone());
+        let messages: Shared<Vec<String>> = Arc::default();
+        let names = messages.clone();
+        pipeline
+            .bus()
+            .expect("bus")
+            .set_sync_handler(move |_, msg| {
+                match msg.view() {
+                    gst::MessageView::Element(e) => {
+                        if let Some(s) = e.structure() {
+                            names.lock().unwrap().push(s.name().to_string());
+                        }
+                    }
+                    gst::MessageView::Warning(w) => names.lock().unwrap().push(format!(
+                        "warning from {}: {}",
+                        msg.src().map_or("?".into(), |s| s.name().to_string()),
+                        w.error()
+                    )),
+                    _ => {}
+                }
+                gst::BusSyncReply::Pass
+            });
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("receiver plays");
+        AvReceiver {
+            pipeline,
+            video,
+            audio,
+            messages,
+        }
+    }
+
+    /// Waits until both pads have output at least `n` frames.
+    pub fn wait_both(&self, n: usize, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let bus = self.pipeline.bus().expect("bus");
+        loop {
+            let (v, a) = (
+                self.video.lock().unwrap().outputs.len(),
+                self.audio.lock().unwrap().outputs.len(),
+            );
+            if v >= n && a >= n {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{v} video, {a} audio frames of {n} after {timeout:?}"
+                ));
+            }
+            if let Some(msg) = bus.timed_pop_filtered(
+                gst::ClockTime::from_mseconds(50),
+                &[gst::MessageType::Error],
+            ) && let gst::MessageView::Error(err) = msg.view()
+            {
+                return Err(format!(
+                    "receiver error: {} ({:?})",
+                    err.error(),
+                    err.debug()
+                ));
+            }
+        }
+    }
+
+    pub fn skips(&self) -> usize {
+        self.messages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == "moq-skip")
+            .count()
+    }
+}
+
+impl Drop for AvReceiver {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+/// Frames received of those sent from the first received one on: (received, sent).
+pub fn delivered(sent: &[SentFrame], out: &[OutFrame]) -> (usize, usize) {
+    let Some(first) = out.iter().map(|o| o.offset).min() else {
+        return (0, sent.len());
+    };
+    let mut offsets: Vec<u64> = out.iter().map(|o| o.offset).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    (offsets.len(), sent.len().saturating_sub(first as usize))
+}
+
+/// Frames output, and frames from the first to the last output one: (output, span).
+pub fn received_span(out: &[OutFrame]) -> (usize, usize) {
+    let mut offsets: Vec<u64> = out.iter().map(|o| o.offset).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    match (offsets.first(), offsets.last()) {
+        (Some(first), Some(last)) => (offsets.len(), (last - first + 1) as usize),
+        _ => (0, 0),
+    }
+}
+
+/// A/V skew, ms, of every video frame output `settle` or more after the first one,
+/// against the audio frame nearest to it in the sender's time: how much further apart
+/// (or closer) the receiver put them than the sender had them.
+pub fn av_skew_ms(
+    sent_video: &[SentFrame],
+    video: &[OutFrame],
+    sent_audio: &[SentFrame],
+    audio: &[OutFrame],
+    settle: Duration,
+) -> Vec<f64> {
+    let sent_pts = |sent: &[SentFrame], o: &OutFrame| sent.get(o.offset as usize).map(|s| s.pts_us);
+    let audio: Vec<(i64, i64)> = audio
+        .iter()
+        .filter_map(|o| Some((sent_pts(sent_audio, o)?, o.pts_us)))
+        .collect();
+    let Some(start) = video.first().map(|v| v.pts_us) else {
+        return Vec::new();
+    };
+    let settle_us = settle.as_micros() as i64;
+    video
+        .iter()
+        .filter(|v| v.pts_us >= start + settle_us)
+        .filter_map(|v| {
+            let sv = sent_pts(sent_video, v)?;
+            let (sa, ra) = audio
+                .iter()
+                .min_by_key(|(sa, _)| (sa - sv).abs())
+                .filter(|(sa, _)| (sa - sv).abs() <= 50_000)?;
+            Some(((v.pts_us - ra) - (sv - sa)) as f64 / 1000.0)
+        })
+        .collect()
+}
+
+/// Holes in the audio the receiver output, ms: where a frame starts later than the
+/// previous one ended, by more than `longer_than`.
+pub fn audio_gaps_ms(audio: &[OutFrame], longer_than: Duration) -> Vec<f64> {
+    let limit = longer_than.as_micros() as i64;
+    audio
+        .windows(2)
+        .map(|w| w[1].pts_us - (w[0].pts_us + w[0].duration_us))
+        .filter(|gap| *gap > limit)
+        .map(|gap| gap as f64 / 1000.0)
+        .collect()
+}

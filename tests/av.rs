@@ -211,12 +211,24 @@ fn audio_plays_on_without_gaps_while_congestion_makes_the_video_skip() {
     );
     let gaps = audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
     let (a_got, a_span) = received_span(&audio.outputs);
+    // Video frames after the jumps land on the audio's timeline.
+    let skew = av_skew_ms(
+        &sender.video.lock().unwrap(),
+        &video.outputs,
+        &sender.audio.lock().unwrap(),
+        &audio.outputs,
+        Duration::from_secs(1),
+    );
+    let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
     eprintln!(
         "{LINK_KBIT} kbit/s: video {} frames output, {skips} skips; audio {a_got} of {a_span} \
-         frames output, {} gaps over 60 ms {gaps:?}; link {totals:?}",
+         frames output, {} gaps over 60 ms {gaps:?}; A/V skew worst {worst:.1} ms over {} pairs; \
+         link {totals:?}",
         video.outputs.len(),
-        gaps.len()
+        gaps.len(),
+        skew.len()
     );
+    assert!(worst <= 40.0, "A/V skew {worst:.1} ms");
     assert!(skips > 0, "the video skipped (the link is too slow for it)");
     assert!(a_got * 100 >= a_span * 95, "audio {a_got}/{a_span}");
     assert!(gaps.is_empty(), "audio gaps over 60 ms: {gaps:?}");

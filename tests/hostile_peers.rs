@@ -14,7 +14,8 @@ use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind};
 use moq_media::header::{FrameHeader, HEADER_VERSION};
 use moq_session::tls::ServerIdentity;
 use moq_session::{
-    Broadcast, Priority, Server, ServerLimits, TrackDelivery, TrackProducer, parse_namespace,
+    Broadcast, GroupWriter, Priority, Server, ServerLimits, TrackDelivery, TrackProducer,
+    parse_namespace,
 };
 use moq_soak::peer::RawPeer;
 use moq_wire::draft14::{ControlMessage, DataStreamHeader, TrackNamespace, session_error};
@@ -367,12 +368,21 @@ impl HostilePublisher {
 
     /// Publishes a catalog with this frame rate and creates the (empty) video track.
     fn with_catalog(&self, framerate: [u32; 2]) -> (TrackProducer, TrackProducer) {
+        self.with_tracks(framerate, Vec::new())
+    }
+
+    /// Like [`with_catalog`](Self::with_catalog), with more tracks listed in the catalog.
+    fn with_tracks(
+        &self,
+        framerate: [u32; 2],
+        more: Vec<TrackEntry>,
+    ) -> (TrackProducer, TrackProducer) {
         let catalog = self
             .broadcast
             .create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
         catalog
             .create_group(0, PRIORITY)
-            .write(Bytes::from(catalog_json(framerate)));
+            .write(Bytes::from(catalog_json(framerate, more)));
         let video = self
             .broadcast
             .create_track(catalog::BASE_TRACK, TrackDelivery::default());
@@ -380,20 +390,22 @@ impl HostilePublisher {
     }
 }
 
-fn catalog_json(framerate: [u32; 2]) -> Vec<u8> {
+fn catalog_json(framerate: [u32; 2], more: Vec<TrackEntry>) -> Vec<u8> {
+    let mut tracks = vec![TrackEntry {
+        codec: Some("avc1.64000d".into()),
+        width: Some(320),
+        height: Some(240),
+        framerate: Some(framerate),
+        avcc: Some("01".into()),
+        ..TrackEntry::new(catalog::BASE_TRACK, TrackKind::Video)
+    }];
+    tracks.extend(more);
     Catalog {
         version: Catalog::VERSION,
         timescale: catalog::TIMESCALE,
         delivery: "skip-gops".into(),
         epoch: 1,
-        tracks: vec![TrackEntry {
-            codec: Some("avc1.64000d".into()),
-            width: Some(320),
-            height: Some(240),
-            framerate: Some(framerate),
-            avcc: Some("01".into()),
-            ..TrackEntry::new(catalog::BASE_TRACK, TrackKind::Video)
-        }],
+        tracks,
     }
     .to_json()
 }
@@ -424,29 +436,9 @@ fn out_of_range_frame_headers_from_a_publisher_are_dropped_not_a_crash() {
     let mut group = None;
     let mut good = 0;
     for (i, au) in aus.iter().enumerate() {
-        if au.key {
-            group = Some(video.create_group(au.group, PRIORITY));
-        }
-        let Some(g) = &group else { continue };
-        let header = FrameHeader {
-            kind: if au.key {
-                h264::FrameKind::Key
-            } else {
-                h264::FrameKind::Reference
-            },
-            slice_type: h264::SliceType::P,
-            decode_index: i as u64,
-            dts: au.dts_us,
-            pts: au.pts_us,
-            duration: 41_667,
-            availability_us: unix_now_us(),
-            base_group: au.group,
-            base_index: i as u64,
+        let Some(g) = write_frame(&video, &mut group, i, au) else {
+            continue;
         };
-        let mut payload = Vec::new();
-        header.encode(&mut payload);
-        payload.extend_from_slice(&au.data);
-        g.write(Bytes::from(payload));
         good += 1;
         // Between real frames, headers whose times overflow what a ClockTime holds.
         for fields in [
@@ -468,6 +460,101 @@ fn out_of_range_frame_headers_from_a_publisher_are_dropped_not_a_crash() {
     eprintln!("{frames} of {good} good frames output; the hostile headers were dropped");
     assert!(frames * 10 >= good * 9, "{frames} of {good}");
     assert_eq!(receiver.decoded(), frames);
+}
+
+/// Writes access unit `i` as a frame of `video`, in a new group at each keyframe; the
+/// group it went into, if any has started.
+fn write_frame<'a>(
+    video: &TrackProducer,
+    group: &'a mut Option<GroupWriter>,
+    i: usize,
+    au: &EncodedAu,
+) -> Option<&'a GroupWriter> {
+    if au.key {
+        *group = Some(video.create_group(au.group, PRIORITY));
+    }
+    let g = group.as_ref()?;
+    let header = FrameHeader {
+        kind: if au.key {
+            h264::FrameKind::Key
+        } else {
+            h264::FrameKind::Reference
+        },
+        slice_type: h264::SliceType::P,
+        decode_index: i as u64,
+        dts: au.dts_us,
+        pts: au.pts_us,
+        duration: 41_667,
+        availability_us: unix_now_us(),
+        base_group: au.group,
+        base_index: i as u64,
+    };
+    let mut payload = Vec::new();
+    header.encode(&mut payload);
+    payload.extend_from_slice(&au.data);
+    g.write(Bytes::from(payload));
+    Some(g)
+}
+
+#[test]
+fn tracks_of_codecs_moqsrc_does_not_carry_get_a_warning_and_no_pad() {
+    let aus = encode_aus(60, TEST_CAPS);
+    let publisher = HostilePublisher::start();
+    let unknown = |name: &str, kind, codec: &str| TrackEntry {
+        codec: Some(codec.into()),
+        width: Some(320),
+        height: Some(240),
+        avcc: Some("01".into()),
+        sample_rate: Some(44_100),
+        channels: Some(2),
+        ..TrackEntry::new(name, kind)
+    };
+    let (catalog, video) = publisher.with_tracks(
+        [24, 1],
+        vec![
+            unknown("audio", TrackKind::Audio, "flac"),
+            unknown("video-vp9", TrackKind::Video, "vp09.00.10.08"),
+        ],
+    );
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", publisher.url()));
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut group = None;
+    for (i, au) in aus.iter().enumerate() {
+        write_frame(&video, &mut group, i, au);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(group);
+    video.finish();
+    catalog.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("the video plays to the end");
+    let warnings: Vec<String> = receiver
+        .messages
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.starts_with("warning"))
+        .cloned()
+        .collect();
+    eprintln!(
+        "{} frames decoded; warnings {warnings:?}",
+        receiver.decoded()
+    );
+    for codec in ["flac", "vp09.00.10.08"] {
+        assert!(
+            warnings.iter().any(|w| w.contains(codec)),
+            "a warning names {codec}: {warnings:?}"
+        );
+    }
+    assert!(receiver.decoded() * 10 >= aus.len() * 9);
+    let pads: Vec<String> = receiver
+        .pipeline
+        .by_name("src")
+        .unwrap()
+        .src_pads()
+        .iter()
+        .map(|p| p.name().to_string())
+        .collect();
+    assert_eq!(pads, ["video_0"], "a pad for the H.264 track only");
 }
 
 #[test]

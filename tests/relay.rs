@@ -235,6 +235,55 @@ fn the_end_of_the_stream_reaches_subscribers_through_the_relay() {
     outcome.expect("EOS, not an error");
 }
 
+#[test]
+fn audio_and_video_play_through_the_relay() {
+    let relay = Relay::start();
+    let sender = av::AvSender::start(
+        &format!("{TEST_VIDEO} ! {TEST_ENCODER}"),
+        av::AudioCodec::Opus,
+        &format!(
+            "url={} namespace={NAMESPACE} tls-fingerprint={}",
+            relay.url(),
+            relay.fingerprint
+        ),
+    );
+    let url = format!(
+        "url={} namespace={NAMESPACE} tls-fingerprint={}",
+        relay.url(),
+        relay.fingerprint
+    );
+    let receiver = av::AvReceiver::start(&url, av::AudioCodec::Opus);
+    receiver
+        .wait_both(48, WAIT)
+        .expect("both tracks through the relay");
+    let late = av::AvReceiver::start(&url, av::AudioCodec::Opus);
+    late.wait_both(48, WAIT).expect("a late joiner gets both");
+    std::thread::sleep(Duration::from_secs(3));
+    for (what, r) in [("first", &receiver), ("late joiner", &late)] {
+        let (video, audio) = (r.video.lock().unwrap(), r.audio.lock().unwrap());
+        let (v_got, v_span) = av::received_span(&video.outputs);
+        let (a_got, a_span) = av::received_span(&audio.outputs);
+        let skew = av::av_skew_ms(
+            &sender.video.lock().unwrap(),
+            &video.outputs,
+            &sender.audio.lock().unwrap(),
+            &audio.outputs,
+            Duration::from_secs(1),
+        );
+        let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+        eprintln!(
+            "through the relay, {what}: video {v_got}/{v_span}, audio {a_got}/{a_span}, \
+             A/V skew worst {worst:.1} ms over {} pairs",
+            skew.len()
+        );
+        assert!(
+            v_got * 100 >= v_span * 95 && a_got * 100 >= a_span * 95,
+            "{what}"
+        );
+        assert!(worst <= 40.0, "{what}: A/V skew {worst:.1} ms");
+    }
+}
+
 /// Kills the relay for `down`, restarts it on the same port and certificate, and checks
 /// that the publisher re-announces and the subscriber resumes without an error.
 fn survive_relay_restart(down: Duration) {

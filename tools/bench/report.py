@@ -50,7 +50,9 @@ def runs(out):
     found = {}
     frames = os.path.join(out, "frames")
     for name in sorted(os.listdir(frames)):
-        if not name.endswith(".csv") or name.endswith((".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv")):
+        if not name.endswith(".csv") or name.endswith(
+            (".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv", ".av.csv", ".av-received.csv")
+        ):
             continue
         system, profile, rep = name[:-4].split("__")
         found[(system, profile, int(rep))] = load_frames(os.path.join(frames, name))
@@ -254,6 +256,60 @@ def table(summaries, profile, baseline="moq-baseline"):
         lines.append("")
         lines.append(f"Sanity check: measured baseline mean latency ÷ fluid-model mean = {base['fluid_ratio']:.2f}.")
     return "\n".join(lines)
+
+
+def av_section(summaries):
+    """Audio beside video: `moq-av` against `moq-skip-gops` (the same video without audio)."""
+    av = [s for s in summaries if s.get("av")]
+    if not av:
+        return []
+    md = [
+        "## Audio and video",
+        "",
+        "`moq-av` is `moq-skip-gops` with a live 64 kbit/s Opus track (20 ms frames) on moqsink's "
+        "`audio_0` pad beside the reference video; its receiver decodes both pads (`opusdec`, "
+        "`fakesink sync=true`). Audio gaps: holes over 60 ms in the audio moqsrc output (running time). "
+        "A/V skew: for each video frame output after the first second, the audio frame nearest to it at "
+        "the sender, and how much further apart (or closer) moqsrc's timestamps put them than the "
+        "sender's; median over repetitions, min–max in brackets.",
+        "",
+        "| profile | system | video rendered / captured | latency mean / p95 (ms) | stalls | audio output / sent | audio gaps > 60 ms (longest ms) | A/V skew p95 / max (ms) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    profiles = []
+    for s in av:
+        if s["profile"] not in profiles:
+            profiles.append(s["profile"])
+    for profile in profiles:
+        for system in ["moq-av", "moq-skip-gops"]:
+            runs_ = [s for s in summaries if s["profile"] == profile and s["system"] == system]
+            if not runs_:
+                continue
+
+            def spread(values, digits=0):
+                values = sorted(values)
+                mid = values[len(values) // 2]
+                if len(values) == 1:
+                    return fmt(mid, digits)
+                return f"{fmt(mid, digits)} ({fmt(values[0], digits)}–{fmt(values[-1], digits)})"
+
+            row = (
+                f"| {profile} | {system} | {spread([r['frames_rendered'] for r in runs_])} / {runs_[0]['frames_captured']} "
+                f"| {spread([r['latency_mean_ms'] for r in runs_])} / {spread([r['latency_p95_ms'] for r in runs_])} "
+                f"| {spread([r['stalls'] for r in runs_])} "
+            )
+            if runs_[0].get("av"):
+                a = [r["av"] for r in runs_]
+                row += (
+                    f"| {spread([x['audio_frames_output'] for x in a])} / {spread([x['audio_frames_sent'] for x in a])} "
+                    f"| {spread([x['audio_gaps'] for x in a])} ({spread([x['audio_gap_longest_ms'] for x in a])}) "
+                    f"| {spread([x['av_skew_p95_ms'] for x in a], 1)} / {spread([x['av_skew_max_ms'] for x in a], 1)} |"
+                )
+            else:
+                row += "| – | – | – |"
+            md.append(row)
+    md.append("")
+    return md
 
 
 OUR_SKIPPING = ["moq-skip-gops", "moq-combined"]
@@ -621,6 +677,7 @@ def main():
             md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
             md.append("")
         md.extend(adaptation_section(out, first, profile, plots))
+    md.extend(av_section(summaries))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
     md.append("## Reading")

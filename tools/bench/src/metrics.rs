@@ -1,5 +1,7 @@
 //! Metrics of one run from its per-frame rows (DESIGN.md §7). Pure: no clock, no I/O.
 
+use std::collections::HashMap;
+
 use moq_media::metrics::{InterarrivalJitter, TsDf, quantile};
 use serde::Serialize;
 
@@ -71,6 +73,102 @@ pub struct Summary {
     pub fluid_ratio: Option<f64>,
     /// Unix µs of the link trace's time 0, to place frames on the profile's rate steps.
     pub trace_start_us: Option<i64>,
+    /// Systems with audio: how the audio played beside the video.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub av: Option<AvSummary>,
+}
+
+/// An audio hole longer than this is a gap (a lost 20 ms frame is not).
+const AUDIO_GAP_US: i64 = 60_000;
+/// Video and audio frames further apart than this in the sender's time are not a pair.
+const PAIR_US: i64 = 50_000;
+/// Pairs within this of the first video frame are not compared: audio takes the lead.
+const SETTLE_US: i64 = 1_000_000;
+
+/// One audio frame: its position in the track (from the publisher's first frame), and
+/// its running time and duration, µs, on the side that saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AudioFrame {
+    pub index: u64,
+    pub pts_us: i64,
+    pub duration_us: i64,
+}
+
+/// Audio beside video in one run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AvSummary {
+    /// Audio frames the sender published from the first one the receiver output to the
+    /// last, and how many of them the receiver output.
+    pub audio_frames_sent: u64,
+    pub audio_frames_output: u64,
+    /// Holes in the audio the receiver output longer than 60 ms, and the longest, ms.
+    pub audio_gaps: u64,
+    pub audio_gap_longest_ms: f64,
+    /// How much further apart (or closer) the receiver put a video frame and the audio
+    /// frame nearest to it than the sender had them, ms: the worst and the 95th
+    /// percentile of |skew| over the pairs compared.
+    pub av_skew_max_ms: f64,
+    pub av_skew_p95_ms: f64,
+    pub av_pairs: u64,
+}
+
+/// A/V figures of a run: the audio the sender published and the receiver output, and
+/// each video frame's running time at the sender and at the receiver, by frame id.
+pub fn av_summary(
+    sent_audio: &[AudioFrame],
+    output_audio: &[AudioFrame],
+    sent_video: &HashMap<u64, i64>,
+    output_video: &HashMap<u64, i64>,
+) -> AvSummary {
+    let mut indices: Vec<u64> = output_audio.iter().map(|a| a.index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let sent = match (indices.first(), indices.last()) {
+        (Some(first), Some(last)) => sent_audio
+            .iter()
+            .filter(|a| a.index >= *first && a.index <= *last)
+            .count(),
+        _ => 0,
+    };
+    let holes: Vec<i64> = output_audio
+        .windows(2)
+        .map(|w| w[1].pts_us - (w[0].pts_us + w[0].duration_us))
+        .filter(|h| *h > AUDIO_GAP_US)
+        .collect();
+    // (sender time, receiver time) of every audio frame output, by sender time.
+    let sent_pts: HashMap<u64, i64> = sent_audio.iter().map(|a| (a.index, a.pts_us)).collect();
+    let mut audio: Vec<(i64, i64)> = output_audio
+        .iter()
+        .filter_map(|a| Some((*sent_pts.get(&a.index)?, a.pts_us)))
+        .collect();
+    audio.sort_unstable();
+    let start = output_video.values().min().copied().unwrap_or(0);
+    let mut skews: Vec<i64> = output_video
+        .iter()
+        .filter(|(_, rv)| **rv >= start + SETTLE_US)
+        .filter_map(|(id, rv)| {
+            let sv = *sent_video.get(id)?;
+            let at = audio.partition_point(|(sa, _)| *sa < sv);
+            let (sa, ra) = [at.checked_sub(1), Some(at)]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| audio.get(i))
+                .min_by_key(|(sa, _)| (sa - sv).abs())
+                .filter(|(sa, _)| (sa - sv).abs() <= PAIR_US)?;
+            Some(((rv - ra) - (sv - sa)).abs())
+        })
+        .collect();
+    let pairs = skews.len() as u64;
+    let ms = |us: Option<i64>| us.map_or(f64::NAN, |us| us as f64 / 1000.0);
+    AvSummary {
+        audio_frames_sent: sent as u64,
+        audio_frames_output: indices.len() as u64,
+        audio_gaps: holes.len() as u64,
+        audio_gap_longest_ms: holes.iter().max().map_or(0.0, |h| *h as f64 / 1000.0),
+        av_skew_max_ms: ms(skews.iter().max().copied()),
+        av_skew_p95_ms: ms(quantile(&mut skews, 0.95)),
+        av_pairs: pairs,
+    }
 }
 
 /// Frames captured: everything sent from the first frame the receiver rendered on
@@ -169,6 +267,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         cpu_us_per_frame_receiver: facts.receiver_cpu_s * 1e6 / frames,
         fluid_ratio,
         trace_start_us: facts.trace_start_us,
+        av: None,
     }
 }
 
@@ -281,5 +380,37 @@ mod tests {
         });
         assert!(dip[24 * 10] > 2.0, "{}", dip[24 * 10]);
         assert!((dip[24 * 19] - dip[24 * 11]).abs() < 1e-9);
+    }
+
+    #[test]
+    fn av_figures_count_audio_holes_and_skew() {
+        let frame = |index: u64, pts_ms: i64| AudioFrame {
+            index,
+            pts_us: pts_ms * 1000,
+            duration_us: 20_000,
+        };
+        let sent: Vec<AudioFrame> = (0..200).map(|i| frame(i, i as i64 * 20)).collect();
+        // The receiver starts at frame 10, plays 500 ms later, and loses frames 100..=104:
+        // a 100 ms hole; frames 150.. are 30 ms early (a skew of 30 ms).
+        let output: Vec<AudioFrame> = (10..200)
+            .filter(|i| !(100..105).contains(i))
+            .map(|i| {
+                let shift = if i >= 150 { 470 } else { 500 };
+                frame(i, i as i64 * 20 + shift)
+            })
+            .collect();
+        let sent_video: HashMap<u64, i64> =
+            (0..80).map(|id| (id, id as i64 * 41_667 + 5_000)).collect();
+        let output_video: HashMap<u64, i64> = sent_video
+            .iter()
+            .map(|(id, t)| (*id, t + 500_000))
+            .collect();
+        let av = av_summary(&sent, &output, &sent_video, &output_video);
+        assert_eq!((av.audio_frames_sent, av.audio_frames_output), (190, 185));
+        // Frame 104's start is 100 ms after frame 99's end, and at 150 audio steps back.
+        assert_eq!(av.audio_gaps, 1);
+        assert_eq!(av.audio_gap_longest_ms, 100.0);
+        assert!(av.av_pairs > 40);
+        assert_eq!(av.av_skew_max_ms, 30.0);
     }
 }

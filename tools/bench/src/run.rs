@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use gst::prelude::*;
 use linkem::{Link, LinkConfig, Profile};
 
-use crate::metrics::{FrameRow, RunFacts, Summary, fluid_model, summarize};
+use crate::metrics::{AudioFrame, FrameRow, RunFacts, Summary, av_summary, fluid_model, summarize};
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
 use crate::systems::{Direction, Endpoints, System};
@@ -84,6 +84,9 @@ pub struct Seen {
     arrived: HashMap<u64, i64>,
     by_pts: HashMap<u64, u64>,
     rendered: HashMap<u64, i64>,
+    /// Systems with audio: each video frame's running time, and the audio output.
+    video_pts: HashMap<u64, i64>,
+    audio: Vec<AudioFrame>,
 }
 
 impl Seen {
@@ -254,10 +257,24 @@ fn receiver_pipeline(
                 seen.arrived.entry(id).or_insert_with(unix_us);
                 if let Some(pts) = buffer.pts() {
                     seen.by_pts.insert(pts.nseconds(), id);
+                    seen.video_pts.insert(id, pts.useconds() as i64);
                 }
             }
             gst::PadProbeReturn::Ok
         });
+    if system.has_audio() {
+        let audio_seen = seen.clone();
+        pipeline
+            .by_name("adec")
+            .and_then(|d| d.static_pad("sink"))
+            .ok_or("no audio decoder")?
+            .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+                if let Some(frame) = info.buffer().and_then(|b| audio_frame(b)) {
+                    audio_seen.lock().unwrap().audio.push(frame);
+                }
+                gst::PadProbeReturn::Ok
+            });
+    }
     let render_seen = seen.clone();
     pipeline
         .by_name("sink")
@@ -275,6 +292,15 @@ fn receiver_pipeline(
             None
         });
     Ok(pipeline)
+}
+
+/// An audio buffer as an [`AudioFrame`]: its offset is its position in the track.
+fn audio_frame(buffer: &gst::BufferRef) -> Option<AudioFrame> {
+    Some(AudioFrame {
+        index: buffer.offset(),
+        pts_us: buffer.pts()?.useconds() as i64,
+        duration_us: buffer.duration().map_or(0, |d| d.useconds() as i64),
+    })
 }
 
 fn spawn_sender(spec: &RunSpec, addr: SocketAddr, avail: &Path) -> Result<Child, String> {
@@ -393,6 +419,22 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         })
         .collect::<Vec<_>>();
     write_rows(&frames_dir.join(format!("{name}.csv")), &rows)?;
+    let av = if spec.system.has_audio() {
+        write_av_log(
+            &frames_dir.join(format!("{name}.av-received.csv")),
+            &seen.audio,
+            &seen.video_pts,
+        )?;
+        let (sent_audio, sent_video) = read_av_log(&sender_file(&avail_path, "av"))?;
+        Some(av_summary(
+            &sent_audio,
+            &seen.audio,
+            &sent_video,
+            &seen.video_pts,
+        ))
+    } else {
+        None
+    };
 
     let sizes: Vec<usize> = rows.iter().map(|r| r.size).collect();
     let profile = spec.profile;
@@ -423,7 +465,54 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         fluid_latency_s: fluid,
         trace_start_us,
     };
-    Ok(summarize(&rows, &facts))
+    let mut summary = summarize(&rows, &facts);
+    summary.av = av;
+    Ok(summary)
+}
+
+/// What the receiver output of a system with audio, in the sender's log format (`AvLog`).
+fn write_av_log(
+    path: &Path,
+    audio: &[AudioFrame],
+    video: &HashMap<u64, i64>,
+) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+    for a in audio {
+        writeln!(out, "a,{},{},{}", a.index, a.pts_us, a.duration_us).map_err(|e| e.to_string())?;
+    }
+    let mut ids: Vec<_> = video.iter().collect();
+    ids.sort();
+    for (id, pts) in ids {
+        writeln!(out, "v,{id},{pts}").map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
+}
+
+/// The sender's A/V log (`AvLog`): audio frames, and video frames' running times by id.
+fn read_av_log(path: &Path) -> Result<(Vec<AudioFrame>, HashMap<u64, i64>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut audio, mut video) = (Vec::new(), HashMap::new());
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let num = |i: usize| -> Result<i64, String> {
+            fields
+                .get(i)
+                .and_then(|f| f.parse().ok())
+                .ok_or(format!("A/V log: bad line {line:?}"))
+        };
+        match fields.first() {
+            Some(&"a") => audio.push(AudioFrame {
+                index: num(1)? as u64,
+                pts_us: num(2)?,
+                duration_us: num(3)?,
+            }),
+            Some(&"v") => {
+                video.insert(num(1)? as u64, num(2)?);
+            }
+            _ => return Err(format!("A/V log: bad line {line:?}")),
+        }
+    }
+    Ok((audio, video))
 }
 
 fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
@@ -523,6 +612,10 @@ pub fn sender(
         .is_adaptive()
         .then(|| Adaptive::attach(&pipeline, &log, out));
     let adaptive = adaptive.transpose()?;
+    let av = system
+        .has_audio()
+        .then(|| AvLog::attach(&pipeline, &sender_file(out, "av")));
+    let av = av.transpose()?;
     let base = aus
         .iter()
         .map(|a| a.dts_ns.min(a.pts_ns))
@@ -562,6 +655,10 @@ pub fn sender(
             .map_err(|e| format!("sender push: {e:?}"))?;
     }
     let _ = src.end_of_stream();
+    if system.has_audio() {
+        // The live audio source ends with the video.
+        pipeline.send_event(gst::event::Eos::new());
+    }
     let bus = pipeline.bus().expect("bus");
     let _ = bus.timed_pop_filtered(
         gst::ClockTime::from_seconds(5),
@@ -571,7 +668,55 @@ pub fn sender(
     if let Some(adaptive) = adaptive {
         adaptive.finish()?;
     }
+    if let Some(av) = av {
+        av.0.lock().unwrap().flush().map_err(|e| e.to_string())?;
+    }
     log.lock().unwrap().flush().map_err(|e| e.to_string())
+}
+
+/// What reaches moqsink's pads in a system with audio, in running time: `a,index,pts_us,
+/// duration_us` per audio frame (`index` counts the track's frames from 0, as moqsrc's
+/// buffer offsets do), `v,id,pts_us` per video frame (by the reference's frame id).
+struct AvLog(SharedLog);
+
+impl AvLog {
+    fn attach(pipeline: &gst::Pipeline, path: &Path) -> Result<AvLog, String> {
+        let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+        let log: SharedLog = Arc::new(Mutex::new(std::io::BufWriter::new(file)));
+        let sink = pipeline.by_name("m").ok_or("A/V sender: no moqsink m")?;
+        let pad = |name: &str| {
+            sink.static_pad(name)
+                .ok_or(format!("A/V sender: no pad {name}"))
+        };
+        let audio_log = log.clone();
+        let index = std::sync::atomic::AtomicU64::new(0);
+        pad("audio_0")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(b) = info.buffer()
+                && let Some(pts) = b.pts()
+            {
+                let duration = b.duration().map_or(0, |d| d.useconds());
+                let index = index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _ = writeln!(
+                    audio_log.lock().unwrap(),
+                    "a,{index},{},{duration}",
+                    pts.useconds()
+                );
+            }
+            gst::PadProbeReturn::Ok
+        });
+        let video_log = log.clone();
+        pad("video_0")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(b) = info.buffer()
+                && let Some(pts) = b.pts()
+                && let Ok(map) = b.map_readable()
+                && let Some(id) = reference::read_tag(&map)
+            {
+                let _ = writeln!(video_log.lock().unwrap(), "v,{id},{}", pts.useconds());
+            }
+            gst::PadProbeReturn::Ok
+        });
+        Ok(AvLog(log))
+    }
 }
 
 /// Path of a sender side file next to its availability log (`….sender.csv`).

@@ -36,7 +36,14 @@ pub enum System {
     Adaptive {
         congestion: &'static str,
     },
+    /// Ours in the default mode (skip-gops) with a live 64 kbit/s Opus track beside the
+    /// reference video: audio gaps and A/V skew, and what audio costs the video.
+    MoqAv,
 }
+
+/// The live audio beside the reference video in `moq-av`: 64 kbit/s Opus, 20 ms frames.
+const AV_AUDIO: &str = "audiotestsrc is-live=true wave=ticks ! audio/x-raw,rate=48000,channels=2 \
+    ! audioconvert ! opusenc bitrate=64000 frame-size=20";
 
 /// Encoder settings of the adaptive systems (kbit/s): start, floor and ceiling.
 pub const ADAPTIVE_START_KBIT: u32 = 600;
@@ -100,10 +107,16 @@ impl System {
             congestion: "delay",
         });
         all.extend(System::adaptive());
+        all.push(System::MoqAv);
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
         all.push(System::Rtp);
         all
+    }
+
+    /// The system carries audio beside the video (its receiver decodes both).
+    pub fn has_audio(&self) -> bool {
+        matches!(self, System::MoqAv)
     }
 
     /// The encoder is in the loop: the sender re-encodes the reference pictures live.
@@ -152,6 +165,7 @@ impl System {
                 congestion: "cubic",
             } => "moq-adaptive".into(),
             System::Adaptive { congestion } => format!("moq-adaptive-{congestion}"),
+            System::MoqAv => "moq-av".into(),
         }
     }
 
@@ -183,6 +197,12 @@ impl System {
                 "h264parse ! moqsink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
                  congestion-control={congestion} max-backlog={MAX_BACKLOG_MS} \
                  tls-cert-file={cert} tls-key-file={key} sync=false",
+                at.sender
+            ),
+            System::MoqAv => format!(
+                "h264parse ! m.video_0 {AV_AUDIO} ! m.audio_0 \
+                 moqsink name=m listen={} delivery=skip-gops congestion-control=cubic \
+                 max-backlog={MAX_BACKLOG_MS} tls-cert-file={cert} tls-key-file={key} sync=false",
                 at.sender
             ),
             System::Srt { latency_ms } => format!(
@@ -230,6 +250,12 @@ impl System {
             ),
             System::Adaptive { .. } => format!(
                 "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true timeout=20",
+                at.receiver, at.fingerprint
+            ),
+            // The audio branch is `adec` (where the run records audio), the video follows.
+            System::MoqAv => format!(
+                "moqsrc name=s url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
+                 skip-forward=true timeout=20 s. ! opusdec name=adec ! fakesink sync=true s.",
                 at.receiver, at.fingerprint
             ),
             System::Srt { latency_ms } => format!(

@@ -169,6 +169,61 @@ fn video_only_and_audio_only_broadcasts_and_track_choices() {
     assert!(err.contains("audio track \"commentary\""), "{err}");
 }
 
+#[test]
+fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
+    require(AudioCodec::Opus);
+    let port = free_udp_port();
+    let sender = launch(&format!(
+        "{TEST_VIDEO} ! {TEST_ENCODER} ! m.video_0 moqsink name=m sync=false listen=127.0.0.1:{port}"
+    ));
+    sender.set_state(gst::State::Playing).unwrap();
+    let sink = sender.by_name("m").unwrap();
+    let fingerprint = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let receiver = Receiver::start(&format!(
+        "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint}"
+    ));
+    receiver.wait_frames(24, WAIT).expect("video plays");
+    // An audio branch joins the running sender.
+    let audio =
+        gst::parse::bin_from_description(&format!("{AV_AUDIO} ! opusenc bitrate=64000"), true)
+            .unwrap();
+    sender.add(&audio).unwrap();
+    let pad = sink.request_pad_simple("audio_%u").expect("an audio pad");
+    audio.static_pad("src").unwrap().link(&pad).unwrap();
+    audio.sync_state_with_parent().unwrap();
+    // moqsrc adds a pad for the track the new catalog lists (gst-launch's delayed links
+    // are done by then, so it stays unlinked here: its frames are output and dropped).
+    let src = receiver.pipeline.by_name("src").unwrap();
+    let audio_output = || -> u64 {
+        let stats: gst::Structure = src.property("stats");
+        let tracks = stats.get::<gst::Array>("tracks").unwrap();
+        tracks
+            .iter()
+            .filter_map(|t| t.get::<gst::Structure>().ok())
+            .find(|t| t.get::<String>("kind").as_deref() == Ok("audio"))
+            .map_or(0, |t| t.get::<u64>("frames-output").unwrap())
+    };
+    let deadline = Instant::now() + WAIT;
+    while audio_output() < 48 {
+        assert!(
+            Instant::now() < deadline,
+            "no audio after the pad was added"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let names: Vec<String> = src
+        .src_pads()
+        .iter()
+        .map(|p| p.name().to_string())
+        .collect();
+    assert_eq!(names, ["video_0", "audio_0"]);
+    let before = receiver.frames().len();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("video plays on");
+    sender.set_state(gst::State::Null).unwrap();
+}
+
 const LINK_KBIT: u64 = 400;
 /// 3 s at the link rate, like the congestion tests.
 const QUEUE_BYTES: usize = 150_000;

@@ -158,7 +158,9 @@ pub struct PadRecord {
     pub eos: bool,
 }
 
-/// `moqsrc` with both pads decoded into `fakesink sync=true`.
+/// `moqsrc` with both pads decoded into `fakesink sync=true`; the sinks do not take part
+/// in the pipeline's state changes, so a branch whose track is missing (or comes later)
+/// does not hold the other one in PAUSED.
 pub struct AvReceiver {
     pub pipeline: gst::Pipeline,
     pub video: Shared<PadRecord>,
@@ -205,8 +207,8 @@ impl AvReceiver {
         init();
         let description = format!(
             "moqsrc name=s {src_properties} \
-             s. ! h264parse name=vparse ! avdec_h264 name=vdec ! fakesink name=vout sync=true \
-             s. ! {} name=adec ! fakesink name=aout sync=true",
+             s. ! h264parse name=vparse ! avdec_h264 name=vdec ! fakesink name=vout sync=true async=false \
+             s. ! {} name=adec ! fakesink name=aout sync=true async=false",
             codec.decoder()
         );
         let pipeline = gst::parse::launch(&description)

@@ -811,6 +811,11 @@ impl MoqSink {
         };
         let sync = lock(&self.settings).sync;
         entry.sink.set_property("sync", sync);
+        // A sink joining a running pipeline must not preroll: the pipeline would go back to
+        // PAUSED to wait for it, and a live source upstream produces nothing in PAUSED.
+        if self.obj().current_state() > gst::State::Ready {
+            entry.sink.set_property("async", false);
+        }
         let attached = self.obj().add(&entry.sink).is_ok()
             && entry
                 .sink

@@ -31,16 +31,21 @@ const MEDIA_STREAM_RECEIVE_WINDOW: u32 = 2 << 20;
 /// A peer that only subscribes sends us control messages and nothing else.
 const CONTROL_RECEIVE_WINDOW: u32 = 1 << 20;
 const CONTROL_STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
-/// How long a subscriber may hold the acknowledgement of a lone packet, when it supports
-/// the ACK_FREQUENCY extension (quinn does). QUIC's default, 25 ms, would count as queueing
-/// delay in the path estimate of a live stream whose frames are a packet or two each.
+/// How long a subscriber may hold the acknowledgement of a lone packet, when the sender
+/// asks for prompt acknowledgements and the peer supports the ACK_FREQUENCY extension
+/// (quinn does). QUIC's default, 25 ms, would count as queueing delay in the path
+/// estimate of a live stream whose frames are a packet or two each.
 const MEDIA_ACK_DELAY: Duration = Duration::from_millis(2);
 /// Handshakes a server has under way at once; more wait in the kernel or time out.
 const MAX_INCOMING: usize = 256;
 
 /// The QUIC transport settings of a session; `receives_media` when the peer publishes to
-/// us. Tools that speak the protocol themselves start from these (see [`connect_quic`]).
-pub fn transport_config(receives_media: bool) -> quinn::TransportConfig {
+/// us. A sender whose path estimate drives something (rate control, the delay-aware
+/// controller) sets `prompt_acks`: the estimate needs acknowledgements without QUIC's
+/// delay, which otherwise cost nothing but packets on the return path and the sender's
+/// burstiness. Tools that speak the protocol themselves start from these (see
+/// [`connect_quic`]).
+pub fn transport_config(receives_media: bool, prompt_acks: bool) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     let idle = quinn::IdleTimeout::try_from(IDLE_TIMEOUT).ok();
     t.max_idle_timeout(idle)
@@ -51,12 +56,14 @@ pub fn transport_config(receives_media: bool) -> quinn::TransportConfig {
             .receive_window(MEDIA_RECEIVE_WINDOW.into())
             .stream_receive_window(MEDIA_STREAM_RECEIVE_WINDOW.into());
     } else {
-        let mut acks = quinn::AckFrequencyConfig::default();
-        acks.max_ack_delay(Some(MEDIA_ACK_DELAY));
         t.max_concurrent_uni_streams(16u32.into())
             .receive_window(CONTROL_RECEIVE_WINDOW.into())
-            .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into())
-            .ack_frequency_config(Some(acks));
+            .stream_receive_window(CONTROL_STREAM_RECEIVE_WINDOW.into());
+        if prompt_acks {
+            let mut acks = quinn::AckFrequencyConfig::default();
+            acks.max_ack_delay(Some(MEDIA_ACK_DELAY));
+            t.ack_frequency_config(Some(acks));
+        }
     }
     t
 }
@@ -82,6 +89,8 @@ pub struct ServerLimits {
     pub publish: PublishLimits,
     /// The congestion controller of every connection.
     pub congestion: CongestionControl,
+    /// Ask subscribers for prompt acknowledgements (see [`transport_config`]).
+    pub prompt_acks: bool,
 }
 
 impl Default for ServerLimits {
@@ -90,6 +99,7 @@ impl Default for ServerLimits {
             max_sessions: 1000,
             publish: PublishLimits::default(),
             congestion: CongestionControl::default(),
+            prompt_acks: false,
         }
     }
 }
@@ -118,7 +128,7 @@ impl Server {
         let tls = identity.rustls_config(ALPN)?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let mut transport = transport_config(false);
+        let mut transport = transport_config(false, limits.prompt_acks);
         limits.congestion.configure(&mut transport);
         config.transport_config(Arc::new(transport));
         config.max_incoming(MAX_INCOMING);
@@ -217,6 +227,7 @@ async fn accept_loop(
                 path: None,
                 limits: limits.publish,
                 congestion: limits.congestion,
+                prompt_acks: limits.prompt_acks,
             };
             let session = match Session::server(conn, config).await {
                 Ok(session) => session,
@@ -242,7 +253,7 @@ pub async fn connect(
     trust: &Trust,
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
-    let mut transport = transport_config(config.publish.is_none());
+    let mut transport = transport_config(config.publish.is_none(), config.prompt_acks);
     config.congestion.configure(&mut transport);
     let conn = connect_quic(url, trust, transport).await?;
     config.path.get_or_insert_with(|| url.path.clone());

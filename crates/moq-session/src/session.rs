@@ -72,6 +72,9 @@ pub struct SessionConfig {
     /// The congestion controller of the connection (client side; a server sets it for
     /// all its connections).
     pub congestion: CongestionControl,
+    /// A publishing session asks for prompt acknowledgements (see
+    /// [`transport_config`](crate::transport_config)).
+    pub prompt_acks: bool,
 }
 
 #[derive(Debug)]

@@ -118,6 +118,16 @@ impl Subscription {
         self.events.recv().await
     }
 
+    /// The next event if one is waiting: `Some(None)` once the track ended or the session
+    /// closed, `None` when nothing is there yet.
+    pub fn try_next(&mut self) -> Option<Option<TrackEvent>> {
+        match self.events.try_recv() {
+            Ok(event) => Some(Some(event)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+        }
+    }
+
     /// Stops receiving every group older than `group` (STOP_SENDING on their streams,
     /// now and for streams that open later).
     pub fn stop_groups_before(&self, group: u64) {

@@ -87,7 +87,7 @@ fn publisher_endpoint(identity: &ServerIdentity, cc: CongestionControl) -> quinn
     tls.alpn_protocols = vec![moq_wire::draft14::ALPN.to_vec()];
     let crypto = QuicServerConfig::try_from(tls).unwrap();
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = transport_config(false);
+    let mut transport = transport_config(false, true);
     cc.configure(&mut transport);
     config.transport_config(Arc::new(transport));
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();

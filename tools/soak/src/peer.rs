@@ -26,7 +26,7 @@ impl RawPeer {
     /// little flow-control credit (256 KiB), so one that stops reading blocks it soon.
     pub async fn connect(url: &str) -> Result<RawPeer, String> {
         let url = MoqUrl::parse(url).map_err(|e| e.to_string())?;
-        let mut transport = transport_config(true);
+        let mut transport = transport_config(true, false);
         transport
             .receive_window(PEER_RECEIVE_WINDOW.into())
             .stream_receive_window(PEER_RECEIVE_WINDOW.into());

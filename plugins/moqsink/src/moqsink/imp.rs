@@ -79,6 +79,14 @@ struct Settings {
 }
 
 impl Settings {
+    /// The subscribers' path estimates drive something (the encoder, or the delay-aware
+    /// controller's window), so they must acknowledge promptly.
+    fn prompt_acks(&self) -> bool {
+        self.rate_control == RateControl::Encoder
+            || self.congestion.resolve(self.rate_control)
+                == moq_session::congestion::CongestionControl::Delay
+    }
+
     fn publish_limits(&self) -> PublishLimits {
         PublishLimits {
             max_backlog: Duration::from_millis(self.max_backlog_ms.into()),
@@ -277,6 +285,7 @@ impl MoqSink {
                 publish: Some(broadcast.clone()),
                 limits: settings.publish_limits(),
                 congestion: settings.congestion.resolve(settings.rate_control),
+                prompt_acks: settings.prompt_acks(),
                 path: None,
             };
             return Ok(Link::Relay(RelayPublisher::start(
@@ -303,6 +312,7 @@ impl MoqSink {
             max_sessions: settings.max_subscribers as usize,
             publish: settings.publish_limits(),
             congestion: settings.congestion.resolve(settings.rate_control),
+            prompt_acks: settings.prompt_acks(),
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {

@@ -635,13 +635,69 @@ impl Forwarder {
         mut enhancement: Option<Subscription>,
     ) -> TrackEnd {
         let mut skip_before = self.controls.borrow().skip_before;
+        // One event held from each layer, so that the one that arrived first goes first:
+        // when the pad is behind, both layers wait in their queues, and taking them in
+        // turn would starve the one whose frames come in more, smaller groups.
+        let (mut held_main, mut held_enhancement) = (None, None);
+        let mut control_changed = false;
         loop {
-            let item = tokio::select! {
-                event = main.next() => match event {
-                    // Only the publisher ending its track is the end of the stream; a relay
-                    // ends subscriptions with other codes when the publisher goes away, and
-                    // then we subscribe again.
-                    Some(TrackEvent::Ended { status, .. }) if status == publish_done_code::TRACK_ENDED => {
+            if std::mem::take(&mut control_changed) || self.controls.has_changed().unwrap_or(true) {
+                let c = *self.controls.borrow_and_update();
+                if c.paused || c.resumes != self.resumes {
+                    return TrackEnd::Restart;
+                }
+                if self.kind == MediaKind::Video && c.skip_before > skip_before {
+                    skip_before = c.skip_before;
+                    main.stop_groups_before(skip_before);
+                }
+            }
+            if held_main.is_none() {
+                held_main = main.try_next();
+            }
+            if held_enhancement.is_none()
+                && let Some(enhancement) = &mut enhancement
+            {
+                held_enhancement = enhancement.try_next();
+            }
+            if held_main.is_none() && held_enhancement.is_none() {
+                tokio::select! {
+                    event = main.next() => held_main = Some(event),
+                    event = next_or_pending(&mut enhancement) => held_enhancement = Some(event),
+                    changed = self.controls.changed() => {
+                        if changed.is_err() {
+                            return TrackEnd::Closed;
+                        }
+                        control_changed = true;
+                    }
+                }
+                continue;
+            }
+            let enhancement_first = match (&held_main, &held_enhancement) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(Some(TrackEvent::Object(m))), Some(Some(TrackEvent::Object(e)))) => {
+                    e.received < m.received
+                }
+                // Ends carry no time: they go at once.
+                (Some(Some(TrackEvent::Object(_))), Some(_)) => true,
+                (Some(_), Some(_)) => false,
+            };
+            let item = if enhancement_first {
+                match held_enhancement.take().flatten() {
+                    Some(TrackEvent::Ended { .. }) | None => {
+                        enhancement = None;
+                        None
+                    }
+                    Some(event) => self.item(event, TrackRole::Enhancement),
+                }
+            } else {
+                match held_main.take().flatten() {
+                    // Only the publisher ending its track is the end of the stream; a
+                    // relay ends subscriptions with other codes when the publisher goes
+                    // away, and then we subscribe again.
+                    Some(TrackEvent::Ended { status, .. })
+                        if status == publish_done_code::TRACK_ENDED =>
+                    {
                         let _ = self.tx.send(Item::Eos).await;
                         return TrackEnd::Ended;
                     }
@@ -658,27 +714,6 @@ impl Forwarder {
                             None => format!("connection to {} lost", self.url),
                         });
                     }
-                },
-                event = next_or_pending(&mut enhancement) => match event {
-                    Some(TrackEvent::Ended { .. }) | None => {
-                        enhancement = None;
-                        None
-                    }
-                    Some(event) => self.item(event, TrackRole::Enhancement),
-                },
-                changed = self.controls.changed() => {
-                    if changed.is_err() {
-                        return TrackEnd::Closed;
-                    }
-                    let c = *self.controls.borrow();
-                    if c.paused || c.resumes != self.resumes {
-                        return TrackEnd::Restart;
-                    }
-                    if self.kind == MediaKind::Video && c.skip_before > skip_before {
-                        skip_before = c.skip_before;
-                        main.stop_groups_before(skip_before);
-                    }
-                    None
                 }
             };
             let Some(item) = item else {

@@ -80,7 +80,7 @@ const RATE_CONTROL: &str = "rate-control=encoder target-min-bitrate=150000 \
 #[test]
 fn the_encoder_follows_a_slow_link_down_and_back_up() {
     let (sender, sink, port) = sender(RATE_CONTROL);
-    let fingerprint: String = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let fingerprint = certificate_fingerprint(&sender, &sink);
     let link = link(port, &[(25, 400), (35, 1200)]);
     let samples = sample_bitrate(sender.by_name("enc").unwrap());
     sender.set_state(gst::State::Playing).expect("sender plays");
@@ -136,7 +136,7 @@ fn the_encoder_follows_a_slow_link_down_and_back_up() {
 #[test]
 fn with_two_subscribers_the_slower_path_sets_the_rate() {
     let (sender, sink, port) = sender(RATE_CONTROL);
-    let fingerprint: String = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let fingerprint = certificate_fingerprint(&sender, &sink);
     let slow = link(port, &[(60, 400)]);
     let fast = link(port, &[(60, 1500)]);
     let samples = sample_bitrate(sender.by_name("enc").unwrap());

@@ -178,7 +178,9 @@ fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
     ));
     sender.set_state(gst::State::Playing).unwrap();
     let sink = sender.by_name("m").unwrap();
-    let fingerprint = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let fingerprint = sink
+        .property::<Option<String>>("certificate-fingerprint")
+        .unwrap();
     let receiver = Receiver::start(&format!(
         "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint}"
     ));

@@ -296,8 +296,8 @@ fn invalid_settings_fail_at_start_with_clear_errors() {
             "moqt://",
         ),
         (
-            "moqsrc url=moqt://127.0.0.1:9/live ! fakesink",
-            "tls-fingerprint",
+            "moqsrc url=moqt://127.0.0.1:9/live tls-ca-file=/nonexistent-ca.pem ! fakesink",
+            "nonexistent-ca.pem",
         ),
         (
             "moqsrc url=moqt://127.0.0.1:9/live tls-fingerprint=xyz ! fakesink",
@@ -306,6 +306,14 @@ fn invalid_settings_fail_at_start_with_clear_errors() {
         (
             "videotestsrc ! x264enc ! h264parse ! moqsink listen=nonsense",
             "listen address",
+        ),
+        (
+            "videotestsrc ! x264enc ! h264parse ! moqsink listen=127.0.0.1:0 url=moqt://127.0.0.1:9/anon/live",
+            "both listen",
+        ),
+        (
+            "videotestsrc ! x264enc ! h264parse ! moqsink url=moqt://127.0.0.1:9/",
+            "names no broadcast",
         ),
         (
             "videotestsrc ! x264enc ! h264parse ! moqsink tls-cert-file=/nonexistent.pem tls-key-file=/nonexistent.key",
@@ -325,4 +333,23 @@ fn invalid_settings_fail_at_start_with_clear_errors() {
         };
         assert!(err.contains(expected), "{description}: {err}");
     }
+}
+
+#[test]
+fn properties_set_while_playing_are_refused_with_a_warning() {
+    let sender = Sender::start("");
+    let receiver = Receiver::start(&format!(
+        "url={} tls-insecure=true latency=100",
+        sender.url()
+    ));
+    receiver.wait_frames(10, WAIT).expect("plays");
+    let src = receiver.pipeline.by_name("src").unwrap();
+    src.set_property("latency", 900u32);
+    assert_eq!(
+        src.property::<u32>("latency"),
+        100,
+        "not taken while playing"
+    );
+    sender.sink.set_property("max-backlog", 5000u32);
+    assert_eq!(sender.sink.property::<u32>("max-backlog"), 3000);
 }

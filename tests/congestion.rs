@@ -83,7 +83,7 @@ fn run_with_budget(
             }
             gst::PadProbeReturn::Ok
         });
-    let fingerprint: String = sink.property::<Option<String>>("tls-fingerprint").unwrap();
+    let fingerprint = certificate_fingerprint(&sender, &sink);
     let link = linkem::Link::start(linkem::LinkConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         forward: SocketAddr::from(([127, 0, 0, 1], port)),

@@ -73,12 +73,14 @@ fn properties_can_be_read_while_they_are_written() {
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 if writer {
-                    // Each write invalidates the TLS identity the reader re-creates.
+                    // Each write takes the settings, then drops the TLS identity; the
+                    // reader takes each of the two locks on its own.
                     sink.set_property("tls-cert-file", cert_path.to_str());
                     sink.set_property("tls-key-file", key_path.to_str());
                     src.set_property("latency", (n % 500) as u32);
                 } else {
-                    let _: Option<String> = sink.property("tls-fingerprint");
+                    let _: Option<String> = sink.property("certificate-fingerprint");
+                    let _: Option<String> = sink.property("tls-cert-file");
                     let _: gst::Structure = sink.property("stats");
                     let _: gst::Structure = src.property("stats");
                 }

@@ -115,7 +115,7 @@ impl Relay {
     }
 
     fn publisher(&self, properties: &str) -> Sender {
-        Sender::start(&format!(
+        Sender::through_relay(&format!(
             "url={} namespace={NAMESPACE} tls-fingerprint={} {properties}",
             self.url(),
             self.fingerprint
@@ -195,6 +195,23 @@ fn every_delivery_mode_plays_through_the_relay() {
         drop(receiver);
         drop(sender);
     }
+}
+
+#[test]
+fn the_same_url_on_both_elements_addresses_the_same_broadcast() {
+    let relay = Relay::start();
+    // Root /anon, broadcast `show`, on both ends, with no namespace property.
+    let properties = format!(
+        "url={}/show tls-fingerprint={}",
+        relay.url(),
+        relay.fingerprint
+    );
+    let _sender = Sender::through_relay(&properties);
+    let receiver = Receiver::start(&properties);
+    receiver
+        .wait_frames(24, WAIT)
+        .expect("the player finds the broadcast");
+    assert_decodable(&receiver, "same url");
 }
 
 #[test]

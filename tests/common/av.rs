@@ -132,7 +132,7 @@ impl AvSender {
 
     pub fn fingerprint(&self) -> String {
         self.sink
-            .property::<Option<String>>("tls-fingerprint")
+            .property::<Option<String>>("certificate-fingerprint")
             .expect("a fingerprint")
     }
 

@@ -38,6 +38,22 @@ pub fn init() {
     });
 }
 
+/// The directory of the built plugin libraries (next to the test binaries' `deps`), for
+/// child processes that load them.
+pub fn plugin_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    assert!(
+        dir.join("libgstmoqsrc.so").exists() && dir.join("libgstmoqsink.so").exists(),
+        "{} has no plugin libraries: build them first (cargo build --workspace; pipelines/test.sh does)",
+        dir.display()
+    );
+    dir.to_path_buf()
+}
+
 /// A UDP port nobody listens on right now.
 pub fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
@@ -141,6 +157,14 @@ pub fn wait_eos(pipeline: &gst::Pipeline, timeout: Duration) -> Result<(), Strin
     })
 }
 
+/// The certificate fingerprint of `sink` (a listening moqsink in `pipeline`): it exists
+/// from READY on, so the pipeline is brought there first.
+pub fn certificate_fingerprint(pipeline: &gst::Pipeline, sink: &gst::Element) -> String {
+    pipeline.set_state(gst::State::Ready).expect("READY");
+    sink.property::<Option<String>>("certificate-fingerprint")
+        .expect("a listening moqsink has a certificate in READY")
+}
+
 /// One access unit as it reached moqsink.
 #[derive(Debug, Clone)]
 pub struct SentAu {
@@ -164,19 +188,25 @@ impl Sender {
 
     /// Like [`start`](Self::start) on a given port (a publisher coming back).
     pub fn start_on(port: u16, sink_properties: &str) -> Sender {
-        Sender::launch(port, TEST_ENCODER, sink_properties)
+        Sender::launch(Some(port), TEST_ENCODER, sink_properties)
     }
 
     /// Like [`start`](Self::start) with another encoder description.
     pub fn start_with_encoder(sink_properties: &str, encoder: &str) -> Sender {
-        Sender::launch(free_udp_port(), encoder, sink_properties)
+        Sender::launch(Some(free_udp_port()), encoder, sink_properties)
     }
 
-    fn launch(port: u16, encoder: &str, sink_properties: &str) -> Sender {
+    /// A sender that publishes through a relay (`sink_properties` give its `url`).
+    pub fn through_relay(sink_properties: &str) -> Sender {
+        Sender::launch(None, TEST_ENCODER, sink_properties)
+    }
+
+    /// `port`: listen there; `None`: the properties say where to publish.
+    fn launch(port: Option<u16>, encoder: &str, sink_properties: &str) -> Sender {
         init();
-        let description = format!(
-            "{TEST_VIDEO} ! {encoder} ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties}"
-        );
+        let listen = port.map_or(String::new(), |p| format!("listen=127.0.0.1:{p}"));
+        let description =
+            format!("{TEST_VIDEO} ! {encoder} ! moqsink name=sink {listen} {sink_properties}");
         let pipeline = gst::parse::launch(&description)
             .expect("sender pipeline parses")
             .downcast::<gst::Pipeline>()
@@ -204,7 +234,7 @@ impl Sender {
             pipeline,
             sink,
             sent,
-            port,
+            port: port.unwrap_or(0),
         }
     }
 
@@ -214,7 +244,7 @@ impl Sender {
 
     pub fn fingerprint(&self) -> String {
         self.sink
-            .property::<Option<String>>("tls-fingerprint")
+            .property::<Option<String>>("certificate-fingerprint")
             .expect("moqsink has a fingerprint")
     }
 

@@ -43,4 +43,4 @@ pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
 pub use track::{
     Broadcast, GroupWriter, Payload, Priority, TrackDelivery, TrackProducer, TrackStats,
 };
-pub use url::{MoqUrl, UrlError, parse_namespace};
+pub use url::{DEFAULT_PORT, Located, MoqUrl, UrlError, parse_namespace};

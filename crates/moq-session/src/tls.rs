@@ -140,6 +140,40 @@ impl Trust {
         Ok(Trust::Roots(Arc::new(roots)))
     }
 
+    /// How the elements' TLS properties choose: a pinned fingerprint, else the CAs of a
+    /// file, else anything (`insecure`), else the system's root CAs.
+    pub fn choose(
+        fingerprint: Option<&str>,
+        ca_file: Option<&Path>,
+        insecure: bool,
+    ) -> Result<Trust, TlsError> {
+        match (fingerprint, ca_file, insecure) {
+            (Some(fp), _, _) => Ok(Trust::Fingerprint(parse_fingerprint(fp)?)),
+            (None, Some(ca), _) => Trust::from_ca_file(ca),
+            (None, None, true) => Ok(Trust::Insecure),
+            (None, None, false) => Trust::system_roots(),
+        }
+    }
+
+    /// The system's root CAs (on Debian, the ca-certificates bundle; `SSL_CERT_FILE` or
+    /// `SSL_CERT_DIR` replace them).
+    pub fn system_roots() -> Result<Trust, TlsError> {
+        let found = rustls_native_certs::load_native_certs();
+        let mut roots = rustls::RootCertStore::empty();
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            let reason = match found.errors.first() {
+                Some(e) => e.to_string(),
+                None => "no certificate found".into(),
+            };
+            return Err(TlsError::CertFile {
+                path: "the system's root CAs".into(),
+                reason,
+            });
+        }
+        Ok(Trust::Roots(Arc::new(roots)))
+    }
+
     pub(crate) fn rustls_config(&self, alpn: &[u8]) -> Result<rustls::ClientConfig, TlsError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?;

@@ -1,9 +1,20 @@
-//! `moqt://HOST:PORT/NAMESPACE` URLs.
+//! `moqt://HOST[:PORT]/PATH[?QUERY]` URLs, and where they say a broadcast is.
+//!
+//! Both elements read a URL the same way, so the same URL on a publisher and a player
+//! addresses the same broadcast: the last path segment names the broadcast (the track
+//! namespace) and the path before it is the session's root (the PATH setup parameter, a
+//! relay's scope for names and authorization), unless a namespace is given separately,
+//! in which case the whole path is the root. `moqt://relay:4443/anon/show` is broadcast
+//! `show` under root `/anon`; `moqt://127.0.0.1:4443/live` is `live` under `/`. The query
+//! (e.g. `?jwt=…`, how moq-relay takes a token) travels with the root in PATH.
 
 use std::fmt;
 
 use moq_wire::draft14::{MAX_NAMESPACE_FIELDS, TrackNamespace};
 use thiserror::Error;
+
+/// The port of a `moqt://` URL that gives none.
+pub const DEFAULT_PORT: u16 = 443;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum UrlError {
@@ -11,9 +22,9 @@ pub enum UrlError {
     Scheme(String),
     #[error("URL {0:?} has no host")]
     Host(String),
-    #[error("URL {0:?} has no valid port (expected moqt://HOST:PORT/NAMESPACE)")]
+    #[error("URL {0:?} has no valid port (expected moqt://HOST[:PORT]/PATH)")]
     Port(String),
-    #[error("URL {0:?} has no namespace path (expected moqt://HOST:PORT/NAMESPACE)")]
+    #[error("URL {0:?} names no broadcast: give it as the last path segment or set a namespace")]
     Namespace(String),
     #[error("invalid namespace {0:?}: 1 to 32 non-empty fields separated by '/'")]
     InvalidNamespace(String),
@@ -32,13 +43,24 @@ pub fn parse_namespace(path: &str) -> Result<TrackNamespace, UrlError> {
     Ok(TrackNamespace(fields))
 }
 
-/// A parsed MoQ URL. The path names the track namespace (`/a/b` is the tuple `a`, `b`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed MoQ URL.
+#[derive(Clone, PartialEq, Eq)]
 pub struct MoqUrl {
     pub host: String,
     pub port: u16,
-    /// Path as written, starting with `/`, sent in the PATH setup parameter.
+    /// Path as written (`/` when there is none).
     pub path: String,
+    /// The query without its `?`, kept for the PATH setup parameter (it may carry a
+    /// token, so it is never displayed).
+    pub query: Option<String>,
+}
+
+/// Where a URL (and maybe a separate namespace) puts a broadcast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The PATH setup parameter: the root, and the URL's query.
+    pub setup_path: String,
+    pub namespace: TrackNamespace,
 }
 
 impl MoqUrl {
@@ -46,9 +68,14 @@ impl MoqUrl {
         let rest = text
             .strip_prefix("moqt://")
             .ok_or_else(|| UrlError::Scheme(text.to_owned()))?;
+        let rest = rest.split('#').next().unwrap_or_default();
+        let (rest, query) = match rest.split_once('?') {
+            Some((rest, query)) => (rest, Some(query.to_owned()).filter(|q| !q.is_empty())),
+            None => (rest, None),
+        };
         let (authority, path) = match rest.find('/') {
             Some(i) => rest.split_at(i),
-            None => (rest, ""),
+            None => (rest, "/"),
         };
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let (host, after) = v6
@@ -64,25 +91,45 @@ impl MoqUrl {
         if host.is_empty() {
             return Err(UrlError::Host(text.to_owned()));
         }
-        let port = port
-            .and_then(|p| p.parse::<u16>().ok())
-            .filter(|p| *p != 0)
-            .ok_or_else(|| UrlError::Port(text.to_owned()))?;
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        if path.trim_matches('/').is_empty() {
-            return Err(UrlError::Namespace(text.to_owned()));
-        }
-        parse_namespace(path)?;
+        let port = match port {
+            None => DEFAULT_PORT,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| UrlError::Port(text.to_owned()))?,
+        };
         Ok(MoqUrl {
             host: host.to_owned(),
             port,
             path: path.to_owned(),
+            query,
         })
     }
 
-    /// The namespace tuple named by the path.
-    pub fn namespace(&self) -> Result<TrackNamespace, UrlError> {
-        parse_namespace(&self.path)
+    /// The broadcast this URL names: with `namespace`, that namespace under the whole
+    /// path as root; without, the last path segment under the path before it.
+    pub fn locate(&self, namespace: Option<&str>) -> Result<Located, UrlError> {
+        let trimmed = self.path.trim_end_matches('/');
+        let (root, namespace) = match namespace {
+            Some(ns) => (trimmed, parse_namespace(ns)?),
+            None => {
+                let (root, last) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+                if last.is_empty() {
+                    return Err(UrlError::Namespace(self.to_string()));
+                }
+                (root, parse_namespace(last)?)
+            }
+        };
+        let root = if root.is_empty() { "/" } else { root };
+        let setup_path = match &self.query {
+            Some(query) => format!("{root}?{query}"),
+            None => root.to_owned(),
+        };
+        Ok(Located {
+            setup_path,
+            namespace,
+        })
     }
 
     /// `host:port` for socket address resolution.
@@ -96,8 +143,15 @@ impl MoqUrl {
 }
 
 impl fmt::Display for MoqUrl {
+    /// Without the query, which may hold a token.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "moqt://{}{}", self.authority(), self.path)
+    }
+}
+
+impl fmt::Debug for MoqUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MoqUrl({self})")
     }
 }
 
@@ -105,19 +159,62 @@ impl fmt::Display for MoqUrl {
 mod tests {
     use super::*;
 
+    fn ns(path: &str) -> TrackNamespace {
+        parse_namespace(path).unwrap()
+    }
+
     #[test]
-    fn parses_host_port_and_namespace() {
+    fn the_last_segment_names_the_broadcast_and_the_rest_is_the_root() {
         let u = MoqUrl::parse("moqt://127.0.0.1:4443/live").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 4443));
         assert_eq!(
-            (u.host.as_str(), u.port, u.path.as_str()),
-            ("127.0.0.1", 4443, "/live")
+            u.locate(None).unwrap(),
+            Located {
+                setup_path: "/".into(),
+                namespace: ns("live")
+            }
         );
-        assert_eq!(u.namespace(), Ok(TrackNamespace(vec![b"live".to_vec()])));
         assert_eq!(u.to_string(), "moqt://127.0.0.1:4443/live");
-        let u = MoqUrl::parse("moqt://[::1]:9000/anon/cam?x=1").unwrap();
-        assert_eq!(u.host, "::1");
-        assert_eq!(u.namespace().unwrap().to_path(), "anon/cam");
-        assert_eq!(u.authority(), "[::1]:9000");
+        let relay = MoqUrl::parse("moqt://relay.example:4443/anon/show/").unwrap();
+        assert_eq!(
+            relay.locate(None).unwrap(),
+            Located {
+                setup_path: "/anon".into(),
+                namespace: ns("show")
+            }
+        );
+        // A namespace of its own makes the whole path the root.
+        assert_eq!(
+            relay.locate(Some("cam/1")).unwrap(),
+            Located {
+                setup_path: "/anon/show".into(),
+                namespace: ns("cam/1")
+            }
+        );
+        let bare = MoqUrl::parse("moqt://[::1]:9000").unwrap();
+        assert_eq!(bare.authority(), "[::1]:9000");
+        assert_eq!(bare.locate(Some("live")).unwrap().setup_path, "/");
+        assert!(matches!(bare.locate(None), Err(UrlError::Namespace(_))));
+    }
+
+    #[test]
+    fn the_query_goes_with_the_root_and_is_never_displayed() {
+        let u = MoqUrl::parse("moqt://relay:4443/demo/show?jwt=abc.def#frag").unwrap();
+        assert_eq!(u.query.as_deref(), Some("jwt=abc.def"));
+        assert_eq!(u.locate(None).unwrap().setup_path, "/demo?jwt=abc.def");
+        assert_eq!(
+            u.locate(Some("x")).unwrap().setup_path,
+            "/demo/show?jwt=abc.def"
+        );
+        assert!(!u.to_string().contains("jwt"));
+        assert!(!format!("{u:?}").contains("jwt"));
+    }
+
+    #[test]
+    fn the_port_defaults_to_443() {
+        let u = MoqUrl::parse("moqt://relay.example/anon/show").unwrap();
+        assert_eq!(u.port, DEFAULT_PORT);
+        assert_eq!(u.authority(), "relay.example:443");
     }
 
     #[test]
@@ -130,29 +227,20 @@ mod tests {
             MoqUrl::parse("moqt://:1/x"),
             Err(UrlError::Host(_))
         ));
+        for bad in ["moqt://h:0/x", "moqt://h:99999/x", "moqt://h:port/x"] {
+            assert!(
+                matches!(MoqUrl::parse(bad), Err(UrlError::Port(_))),
+                "{bad}"
+            );
+        }
+        let root_only = MoqUrl::parse("moqt://h:1//").unwrap();
         assert!(matches!(
-            MoqUrl::parse("moqt://h/x"),
-            Err(UrlError::Port(_))
-        ));
-        assert!(matches!(
-            MoqUrl::parse("moqt://h:0/x"),
-            Err(UrlError::Port(_))
-        ));
-        assert!(matches!(
-            MoqUrl::parse("moqt://h:99999/x"),
-            Err(UrlError::Port(_))
-        ));
-        assert!(matches!(
-            MoqUrl::parse("moqt://h:1"),
+            root_only.locate(None),
             Err(UrlError::Namespace(_))
         ));
+        let deep = MoqUrl::parse("moqt://h:1/x").unwrap();
         assert!(matches!(
-            MoqUrl::parse("moqt://h:1//"),
-            Err(UrlError::Namespace(_))
-        ));
-        let deep = format!("moqt://h:1/{}", "x/".repeat(33));
-        assert!(matches!(
-            MoqUrl::parse(&deep),
+            deep.locate(Some(&"x/".repeat(33))),
             Err(UrlError::InvalidNamespace(_))
         ));
         assert!(parse_namespace("/a//b/").is_ok_and(|n| n.to_path() == "a/b"));

@@ -12,8 +12,8 @@ use gst::subclass::prelude::*;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
-    Broadcast, EVENT_QUEUE, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server, ServerEvent,
-    ServerLimits, SessionConfig,
+    Broadcast, EVENT_QUEUE, Located, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server,
+    ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
 };
 use tokio::sync::mpsc;
 
@@ -52,8 +52,10 @@ const NOTIFY_CHANGE: f64 = 0.02;
 
 #[derive(Debug, Clone)]
 struct Settings {
-    listen: String,
-    namespace: String,
+    /// Set explicitly; `None` listens on the default unless `url` is set.
+    listen: Option<String>,
+    /// Set explicitly; `None`: the URL's last path segment, or `live` when listening.
+    namespace: Option<String>,
     tls_cert_file: Option<PathBuf>,
     tls_key_file: Option<PathBuf>,
     url: Option<String>,
@@ -78,7 +80,47 @@ struct Settings {
     sync: bool,
 }
 
+/// Where the broadcast goes, from `listen`, `url` and `namespace`.
+enum Destination {
+    Listen {
+        addr: String,
+        namespace: TrackNamespace,
+    },
+    Relay {
+        url: MoqUrl,
+        located: Located,
+    },
+}
+
 impl Settings {
+    fn destination(&self) -> Result<Destination, gst::ErrorMessage> {
+        let settings_error =
+            |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
+        match (&self.url, &self.listen) {
+            (Some(_), Some(listen)) => Err(gst::error_msg!(
+                gst::ResourceError::Settings,
+                [
+                    "both listen ({listen}) and url are set: a sink either serves subscribers or publishes through a relay"
+                ]
+            )),
+            (Some(text), None) => {
+                let url = MoqUrl::parse(text)
+                    .map_err(|e| settings_error(&format!("invalid url: {e}")))?;
+                let located = url
+                    .locate(self.namespace.as_deref())
+                    .map_err(|e| settings_error(&e))?;
+                Ok(Destination::Relay { url, located })
+            }
+            (None, listen) => Ok(Destination::Listen {
+                addr: listen.clone().unwrap_or_else(|| DEFAULT_LISTEN.into()),
+                namespace: moq_session::parse_namespace(
+                    self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+                )
+                .map_err(|e| settings_error(&e))?,
+            }),
+        }
+    }
+
     /// The subscribers' path estimates drive something (the encoder, or the delay-aware
     /// controller's window), so they must acknowledge promptly.
     fn prompt_acks(&self) -> bool {
@@ -98,8 +140,8 @@ impl Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            listen: DEFAULT_LISTEN.into(),
-            namespace: DEFAULT_NAMESPACE.into(),
+            listen: None,
+            namespace: None,
             tls_cert_file: None,
             tls_key_file: None,
             url: None,
@@ -242,69 +284,57 @@ impl MoqSink {
         Ok(id)
     }
 
-    /// Trust toward the relay, from `tls-fingerprint`, `tls-ca-file` or `tls-insecure`.
-    fn relay_trust(settings: &Settings, url: &MoqUrl) -> Result<Trust, gst::ErrorMessage> {
-        let err =
-            |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
-        match (
-            &settings.relay_fingerprint,
-            &settings.tls_ca_file,
-            settings.tls_insecure,
-        ) {
-            (Some(fp), _, _) => Ok(Trust::Fingerprint(
-                tls::parse_fingerprint(fp).map_err(|e| err(&e))?,
-            )),
-            (None, Some(ca), _) => Trust::from_ca_file(ca).map_err(|e| err(&e)),
-            (None, None, true) => Ok(Trust::Insecure),
-            (None, None, false) => Err(gst::error_msg!(
-                gst::ResourceError::Settings,
-                ["{url}: set tls-fingerprint (the relay's), tls-ca-file or tls-insecure=true"]
-            )),
-        }
-    }
-
     /// Serves subscribers directly, or publishes through the relay at `url`.
     fn start_link(
         &self,
         settings: &Settings,
+        destination: Destination,
         broadcast: &Broadcast,
     ) -> Result<Link, gst::ErrorMessage> {
         let _guard = RUNTIME.enter();
-        if let Some(text) = &settings.url {
-            let url = MoqUrl::parse(text)
-                .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
-            let trust = Self::relay_trust(settings, &url)?;
-            let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
-            gst::info!(CAT, imp = self, "publishing through {url}");
-            RUNTIME.spawn(forward_relay_events(
-                self.obj().downgrade(),
-                url.to_string(),
-                events_rx,
-            ));
-            let config = SessionConfig {
-                publish: Some(broadcast.clone()),
-                limits: settings.publish_limits(),
-                congestion: settings.congestion.resolve(settings.rate_control),
-                prompt_acks: settings.prompt_acks(),
-                path: None,
-            };
-            return Ok(Link::Relay(RelayPublisher::start(
-                url, trust, config, events_tx,
-            )));
-        }
-        let addr: SocketAddr = settings
-            .listen
+        let settings_error =
+            |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
+        let addr = match destination {
+            Destination::Relay { url, located } => {
+                let trust = Trust::choose(
+                    settings.relay_fingerprint.as_deref(),
+                    settings.tls_ca_file.as_deref(),
+                    settings.tls_insecure,
+                )
+                .map_err(|e| settings_error(&format!("{url}: {e}")))?;
+                let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "publishing {} through {url}",
+                    located.namespace.to_path()
+                );
+                RUNTIME.spawn(forward_relay_events(
+                    self.obj().downgrade(),
+                    url.to_string(),
+                    events_rx,
+                ));
+                let config = SessionConfig {
+                    publish: Some(broadcast.clone()),
+                    limits: settings.publish_limits(),
+                    congestion: settings.congestion.resolve(settings.rate_control),
+                    prompt_acks: settings.prompt_acks(),
+                    path: Some(located.setup_path),
+                };
+                return Ok(Link::Relay(RelayPublisher::start(
+                    url, trust, config, events_tx,
+                )));
+            }
+            Destination::Listen { addr, .. } => addr,
+        };
+        let addr: SocketAddr = addr
             .to_socket_addrs()
             .ok()
             .and_then(|mut a| a.next())
             .ok_or_else(|| {
-                gst::error_msg!(
-                    gst::ResourceError::Settings,
-                    [
-                        "invalid listen address {:?}: expected HOST:PORT",
-                        settings.listen
-                    ]
-                )
+                settings_error(&format!(
+                    "invalid listen address {addr:?}: expected HOST:PORT"
+                ))
             })?;
         let identity = self.identity()?;
         let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
@@ -604,8 +634,11 @@ impl MoqSink {
     /// Binds or connects, ready for the pads' tracks (READY → PAUSED).
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
-        let namespace = moq_session::parse_namespace(&settings.namespace)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
+        let destination = settings.destination()?;
+        let namespace = match &destination {
+            Destination::Listen { namespace, .. } => namespace.clone(),
+            Destination::Relay { located, .. } => located.namespace.clone(),
+        };
         let broadcast = Broadcast::new(namespace);
         let timeout = (settings.delivery_timeout_ms > 0)
             .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
@@ -626,7 +659,7 @@ impl MoqSink {
             broadcast.on_subscribe(tx);
             RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
         }
-        let link = self.start_link(&settings, &broadcast)?;
+        let link = self.start_link(&settings, destination, &broadcast)?;
         self.estimated_bps.store(0, Ordering::Relaxed);
         self.target_bps.store(0, Ordering::Relaxed);
         let (adaptation, encoder) = self.start_adaptation(&settings).unzip();
@@ -855,15 +888,18 @@ impl ObjectImpl for MoqSink {
             vec![
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
-                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moq-00)")
-                    .default_value(Some(DEFAULT_LISTEN))
+                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moq-00); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("namespace")
                     .nick("Namespace")
-                    .blurb("Track namespace to publish; '/' separates tuple fields (tracks: catalog, and one per pad: video, audio, video-1, ...)")
-                    .default_value(Some(DEFAULT_NAMESPACE))
+                    .blurb("Track namespace (the broadcast) to publish; '/' separates tuple fields. Unset: with url, the URL's last path segment (the path before it is the relay's root), otherwise live")
                     .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("certificate-fingerprint")
+                    .nick("Certificate fingerprint")
+                    .blurb("Listening: SHA-256 (hex) of this sink's certificate, for receivers to pin (tls-fingerprint on moqsrc); known from the READY state on, also posted in the moq-listening message")
+                    .read_only()
                     .build(),
                 glib::ParamSpecString::builder("tls-cert-file")
                     .nick("TLS certificate file")
@@ -898,17 +934,17 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecString::builder("url")
                     .nick("Relay URL")
-                    .blurb("Publish through the MoQ relay at moqt://HOST:PORT/PATH instead of listening: connect, announce the namespace (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff")
+                    .blurb("Publish through the MoQ relay at moqt://HOST[:PORT]/ROOT/BROADCAST[?QUERY] (port 443 by default) instead of listening: connect, announce the broadcast (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff. The same URL on moqsrc plays it; the query (e.g. ?jwt=TOKEN) goes to the relay")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
                     .nick("TLS fingerprint")
-                    .blurb("Listening: SHA-256 (hex) of this sink's certificate, for receivers to pin. With url: set it to pin the relay's certificate")
+                    .blurb("With url: accept only a relay certificate with this SHA-256 fingerprint (hex). Without it, tls-ca-file, or tls-insecure, the relay must have a certificate the system's root CAs trust")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-ca-file")
                     .nick("TLS CA file")
-                    .blurb("With url: PEM file of CA certificates the relay's certificate must chain to")
+                    .blurb("With url: PEM file of CA certificates the relay's certificate must chain to (instead of the system's)")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("tls-insecure")
@@ -1004,13 +1040,29 @@ impl ObjectImpl for MoqSink {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
+            && self.obj().current_state() > gst::State::Ready
+        {
+            gst::warning!(
+                CAT,
+                imp = self,
+                "{} can only be set in the NULL or READY state: ignored",
+                pspec.name()
+            );
+            return;
+        }
         // GObject checked the value's type against the pspec before calling us.
-        let text = || value.get::<Option<String>>().unwrap_or_default();
+        let text = || {
+            value
+                .get::<Option<String>>()
+                .unwrap_or_default()
+                .filter(|t| !t.is_empty())
+        };
         let mut settings = lock(&self.settings);
         let mut identity_changed = false;
         match pspec.name() {
-            "listen" => settings.listen = text().unwrap_or_else(|| DEFAULT_LISTEN.into()),
-            "namespace" => settings.namespace = text().unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            "listen" => settings.listen = text(),
+            "namespace" => settings.namespace = text(),
             "tls-cert-file" => {
                 settings.tls_cert_file = text().map(PathBuf::from);
                 identity_changed = true;
@@ -1063,7 +1115,11 @@ impl ObjectImpl for MoqSink {
         let settings = lock(&self.settings).clone();
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         match pspec.name() {
-            "listen" => settings.listen.to_value(),
+            "listen" => settings
+                .listen
+                .clone()
+                .or_else(|| settings.url.is_none().then(|| DEFAULT_LISTEN.into()))
+                .to_value(),
             "namespace" => settings.namespace.to_value(),
             "tls-cert-file" => path(&settings.tls_cert_file).to_value(),
             "tls-key-file" => path(&settings.tls_key_file).to_value(),
@@ -1086,14 +1142,12 @@ impl ObjectImpl for MoqSink {
             "sync" => settings.sync.to_value(),
             "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
             "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
-            "tls-fingerprint" if settings.url.is_some() => settings.relay_fingerprint.to_value(),
-            "tls-fingerprint" => match self.identity() {
-                Ok(id) => Some(tls::fingerprint_hex(&id.fingerprint())).to_value(),
-                Err(err) => {
-                    gst::warning!(CAT, imp = self, "no TLS identity: {err}");
-                    None::<String>.to_value()
-                }
-            },
+            "tls-fingerprint" => settings.relay_fingerprint.to_value(),
+            // Only an identity that exists: reading never generates a certificate.
+            "certificate-fingerprint" => lock(&self.identity)
+                .as_ref()
+                .map(|id| tls::fingerprint_hex(&id.fingerprint()))
+                .to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -1170,6 +1224,15 @@ impl ElementImpl for MoqSink {
         &self,
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        // The certificate of a listening sink exists from READY on, so applications can
+        // read its fingerprint before they start the pipeline.
+        if transition == gst::StateChange::NullToReady
+            && lock(&self.settings).url.is_none()
+            && let Err(err) = self.identity()
+        {
+            self.post_error_message(err);
+            return Err(gst::StateChangeError);
+        }
         if transition == gst::StateChange::ReadyToPaused
             && let Err(err) = self.start()
         {

@@ -12,7 +12,7 @@ use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
 use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
 use moq_session::MoqUrl;
 use moq_session::blocking::Canceller;
-use moq_session::tls::{self, Trust};
+use moq_session::tls::Trust;
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
@@ -40,6 +40,7 @@ struct Settings {
     video_track: Choice,
     audio_track: Choice,
     tls_fingerprint: Option<String>,
+    tls_ca_file: Option<std::path::PathBuf>,
     tls_insecure: bool,
     timeout_s: u32,
     latency_ms: u32,
@@ -54,6 +55,7 @@ impl Default for Settings {
             video_track: Choice::First,
             audio_track: Choice::First,
             tls_fingerprint: None,
+            tls_ca_file: None,
             tls_insecure: false,
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
@@ -94,19 +96,19 @@ struct Timeline {
 }
 
 impl Timeline {
-    /// Stamps a frame of `kind` that arrived at running time `now`.
+    /// Stamps a frame of `kind` that arrived at running time `now`. Whichever track comes
+    /// first anchors the timeline: a late joiner through a relay gets the video's current
+    /// GoP from its start, older than the audio, and anchoring it on the audio would put
+    /// that GoP's frames behind the ones already out.
     fn stamp(
         &mut self,
         kind: MediaKind,
         track: &mut TrackPlayout,
-        first: bool,
         h: &moq_media::FrameHeader,
         now: u64,
         jump: bool,
     ) -> moq_media::playout::Stamped {
         let anchoring = match kind {
-            // Audio takes the lead on its first frame.
-            MediaKind::Audio if self.audio_leads && first => Anchoring::Always,
             MediaKind::Audio => Anchoring::WhenLate,
             MediaKind::Video
                 if self.audio_leads
@@ -294,36 +296,25 @@ impl MoqSrc {
         })?;
         let url = MoqUrl::parse(&text)
             .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
-        let trust = match (&settings.tls_fingerprint, settings.tls_insecure) {
-            (Some(fp), _) => Trust::Fingerprint(
-                tls::parse_fingerprint(fp)
-                    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
-            ),
-            (None, true) => Trust::Insecure,
-            (None, false) => {
-                return Err(gst::error_msg!(
-                    gst::ResourceError::Settings,
-                    [
-                        "{url}: set tls-fingerprint (the publisher's tls-fingerprint) or tls-insecure=true"
-                    ]
-                ));
-            }
-        };
+        let trust = Trust::choose(
+            settings.tls_fingerprint.as_deref(),
+            settings.tls_ca_file.as_deref(),
+            settings.tls_insecure,
+        )
+        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{url}: {e}"]))?;
         if settings.video_track == Choice::Off && settings.audio_track == Choice::Off {
             return Err(gst::error_msg!(
                 gst::ResourceError::Settings,
                 ["video-track and audio-track are both none: nothing to play"]
             ));
         }
+        let located = url
+            .locate(settings.namespace.as_deref())
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
         Ok((
             ReceiverConfig {
-                namespace: match &settings.namespace {
-                    Some(ns) => moq_session::parse_namespace(ns)
-                        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
-                    None => url
-                        .namespace()
-                        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?,
-                },
+                namespace: located.namespace,
+                setup_path: located.setup_path,
                 url,
                 prefs: TrackPrefs {
                     video: settings.video_track.clone(),
@@ -841,11 +832,8 @@ impl MoqSrc {
         let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
         let arrival = now.saturating_sub(waited);
         let h = frame.header;
-        let first = stream.outputs == 0;
         let stamped = match lock(&self.timeline).as_mut() {
-            Some(timeline) => {
-                timeline.stamp(stream.kind, &mut stream.playout, first, &h, arrival, jump)
-            }
+            Some(timeline) => timeline.stamp(stream.kind, &mut stream.playout, &h, arrival, jump),
             None => moq_media::playout::Stamped {
                 dts: arrival,
                 pts: arrival,
@@ -946,12 +934,12 @@ impl ObjectImpl for MoqSrc {
             vec![
                 glib::ParamSpecString::builder("url")
                     .nick("URL")
-                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST:PORT/NAMESPACE")
+                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; the query (e.g. ?jwt=TOKEN) goes to the relay")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("namespace")
                     .nick("Namespace")
-                    .blurb("Track namespace ('/' separates fields); unset: the URL path. Through moq-relay the URL path is the relay's root (e.g. /anon) and this the broadcast under it (e.g. live)")
+                    .blurb("Track namespace (the broadcast); '/' separates fields. Unset: the URL's last path segment, the path before it being the relay's root. Set: the whole URL path is the root")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("video-track")
@@ -966,7 +954,12 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
                     .nick("TLS fingerprint")
-                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, as moqsink reports it)")
+                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, moqsink's certificate-fingerprint). Without it, tls-ca-file or tls-insecure, the server must have a certificate the system's root CAs trust")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("tls-ca-file")
+                    .nick("TLS CA file")
+                    .blurb("PEM file of CA certificates the server's certificate must chain to (instead of the system's)")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("tls-insecure")
@@ -1007,8 +1000,24 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
+            && self.obj().current_state() > gst::State::Ready
+        {
+            gst::warning!(
+                CAT,
+                imp = self,
+                "{} can only be set in the NULL or READY state: ignored",
+                pspec.name()
+            );
+            return;
+        }
         // GObject checked the value's type against the pspec before calling us.
-        let text = || value.get::<Option<String>>().unwrap_or_default();
+        let text = || {
+            value
+                .get::<Option<String>>()
+                .unwrap_or_default()
+                .filter(|t| !t.is_empty())
+        };
         let mut settings = lock(&self.settings);
         match pspec.name() {
             "url" => settings.url = text(),
@@ -1016,6 +1025,7 @@ impl ObjectImpl for MoqSrc {
             "video-track" => settings.video_track = Choice::from_property(text().as_deref()),
             "audio-track" => settings.audio_track = Choice::from_property(text().as_deref()),
             "tls-fingerprint" => settings.tls_fingerprint = text(),
+            "tls-ca-file" => settings.tls_ca_file = text().map(Into::into),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
@@ -1032,6 +1042,11 @@ impl ObjectImpl for MoqSrc {
             "video-track" => settings.video_track.to_property().to_value(),
             "audio-track" => settings.audio_track.to_property().to_value(),
             "tls-fingerprint" => settings.tls_fingerprint.to_value(),
+            "tls-ca-file" => settings
+                .tls_ca_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),

@@ -44,7 +44,9 @@ pub const EVENT_QUEUE: usize = 64;
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
     pub url: MoqUrl,
-    /// Namespace of the tracks (by default the URL path).
+    /// The PATH setup parameter: the session's root (and the URL's query).
+    pub setup_path: String,
+    /// Namespace of the tracks (the broadcast).
     pub namespace: TrackNamespace,
     pub prefs: TrackPrefs,
     pub trust: Trust,
@@ -269,7 +271,11 @@ async fn receive(
     let remaining = (progress.last_media() + config.timeout)
         .saturating_duration_since(Instant::now())
         .clamp(RETRY_INTERVAL, CONNECT_ATTEMPT);
-    let connecting = moq_session::connect(&config.url, &config.trust, SessionConfig::default());
+    let session_config = SessionConfig {
+        path: Some(config.setup_path.clone()),
+        ..SessionConfig::default()
+    };
+    let connecting = moq_session::connect(&config.url, &config.trust, session_config);
     let session = match tokio::time::timeout(remaining, connecting).await {
         Ok(Ok(session)) => session,
         Ok(Err(err)) => return Err(not_connected(config, err)),

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     pkg-config build-essential
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-base-apps gstreamer1.0-plugins-good
     gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
     meson ninja-build
     python3-matplotlib

@@ -7,8 +7,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::*;
 use gst::glib;
@@ -53,34 +53,25 @@ fn scratch() -> PathBuf {
 /// Plays `url` for a few seconds in a `gst-launch-1.0` process whose system roots are
 /// `roots`; returns the frames its sink got and what it printed.
 fn play_with_system_roots(url: &str, roots: &Path) -> (usize, String) {
-    let mut child = Command::new("gst-launch-1.0")
-        .args([
-            "-m",
-            "moqsrc",
-            &format!("url={url}"),
-            "timeout=4",
-            "!",
-            "h264parse",
-            "!",
-            "fakesink",
-            "silent=false",
-            "-v",
-        ])
-        .env("GST_PLUGIN_PATH", plugin_dir())
-        .env("SSL_CERT_FILE", roots)
-        .env_remove("SSL_CERT_DIR")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gst-launch-1.0 runs");
-    let deadline = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = run_for(
+        Command::new("gst-launch-1.0")
+            .args([
+                "-m",
+                "moqsrc",
+                &format!("url={url}"),
+                "timeout=4",
+                "!",
+                "h264parse",
+                "!",
+                "fakesink",
+                "silent=false",
+                "-v",
+            ])
+            .env("GST_PLUGIN_PATH", plugin_dir())
+            .env("SSL_CERT_FILE", roots)
+            .env_remove("SSL_CERT_DIR"),
+        Duration::from_secs(6),
+    );
     let frames = text.matches("chain   ******* (fakesink0:sink)").count();
     (frames, text)
 }

@@ -54,6 +54,34 @@ pub fn plugin_dir() -> std::path::PathBuf {
     dir.to_path_buf()
 }
 
+/// Runs `command` for `duration`, then kills it; returns what it printed (stdout, then
+/// stderr). Output goes to files, not pipes: a chatty child would block on a full pipe.
+pub fn run_for(command: &mut std::process::Command, duration: Duration) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "moq-child-{}-{}",
+        std::process::id(),
+        free_udp_port()
+    ));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let file = |p: &std::path::Path| std::fs::File::create(p).expect("an output file");
+    let mut child = command
+        .stdout(file(&out))
+        .stderr(file(&err))
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
+    let deadline = Instant::now() + duration;
+    while Instant::now() < deadline && child.try_wait().ok().flatten().is_none() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default()
+        + &std::fs::read_to_string(&err).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
 /// A UDP port nobody listens on right now.
 pub fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")

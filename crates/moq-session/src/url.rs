@@ -132,6 +132,25 @@ impl MoqUrl {
         })
     }
 
+    /// Takes `key` out of the query, for parameters meant for the element rather than the
+    /// server (e.g. `tls-fingerprint` in a URI given to playbin).
+    pub fn take_query_param(&mut self, key: &str) -> Option<String> {
+        let query = self.query.take()?;
+        let mut value = None;
+        let rest: Vec<&str> = query
+            .split('&')
+            .filter(|pair| match pair.split_once('=') {
+                Some((k, v)) if k == key => {
+                    value = Some(v.to_owned());
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        self.query = Some(rest.join("&")).filter(|q| !q.is_empty());
+        value
+    }
+
     /// `host:port` for socket address resolution.
     pub fn authority(&self) -> String {
         if self.host.contains(':') {
@@ -208,6 +227,21 @@ mod tests {
         );
         assert!(!u.to_string().contains("jwt"));
         assert!(!format!("{u:?}").contains("jwt"));
+    }
+
+    #[test]
+    fn element_parameters_come_out_of_the_query() {
+        let mut u = MoqUrl::parse("moqt://h/a/b?tls-fingerprint=ab12&jwt=t").unwrap();
+        assert_eq!(
+            u.take_query_param("tls-fingerprint").as_deref(),
+            Some("ab12")
+        );
+        assert_eq!(u.query.as_deref(), Some("jwt=t"));
+        assert_eq!(u.take_query_param("tls-fingerprint"), None);
+        let mut only = MoqUrl::parse("moqt://h/a?tls-fingerprint=ab12").unwrap();
+        only.take_query_param("tls-fingerprint");
+        assert_eq!(only.query, None);
+        assert_eq!(only.locate(None).unwrap().setup_path, "/");
     }
 
     #[test]

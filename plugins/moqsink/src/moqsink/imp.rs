@@ -89,6 +89,8 @@ enum Destination {
     Relay {
         url: MoqUrl,
         located: Located,
+        /// A `tls-fingerprint` given in the URL's query.
+        pinned: Option<String>,
     },
 }
 
@@ -104,12 +106,17 @@ impl Settings {
                 ]
             )),
             (Some(text), None) => {
-                let url = MoqUrl::parse(text)
+                let mut url = MoqUrl::parse(text)
                     .map_err(|e| settings_error(&format!("invalid url: {e}")))?;
+                let pinned = url.take_query_param("tls-fingerprint");
                 let located = url
                     .locate(self.namespace.as_deref())
                     .map_err(|e| settings_error(&e))?;
-                Ok(Destination::Relay { url, located })
+                Ok(Destination::Relay {
+                    url,
+                    located,
+                    pinned,
+                })
             }
             (None, listen) => Ok(Destination::Listen {
                 addr: listen.clone().unwrap_or_else(|| DEFAULT_LISTEN.into()),
@@ -295,9 +302,13 @@ impl MoqSink {
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
         let addr = match destination {
-            Destination::Relay { url, located } => {
+            Destination::Relay {
+                url,
+                located,
+                pinned,
+            } => {
                 let trust = Trust::choose(
-                    settings.relay_fingerprint.as_deref(),
+                    settings.relay_fingerprint.as_deref().or(pinned.as_deref()),
                     settings.tls_ca_file.as_deref(),
                     settings.tls_insecure,
                 )
@@ -880,6 +891,32 @@ impl ObjectSubclass for MoqSink {
     const NAME: &'static str = "GstMoqSink";
     type Type = super::MoqSink;
     type ParentType = gst::Bin;
+    type Interfaces = (gst::URIHandler,);
+}
+
+impl URIHandlerImpl for MoqSink {
+    const URI_TYPE: gst::URIType = gst::URIType::Sink;
+
+    fn protocols() -> &'static [&'static str] {
+        &["moqt"]
+    }
+
+    fn uri(&self) -> Option<String> {
+        lock(&self.settings).url.clone()
+    }
+
+    /// A URI publishes through a relay there (`url`).
+    fn set_uri(&self, uri: &str) -> Result<(), glib::Error> {
+        if self.obj().current_state() > gst::State::Ready {
+            return Err(glib::Error::new(
+                gst::URIError::BadState,
+                "the URI can only be set in the NULL or READY state",
+            ));
+        }
+        MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
+        lock(&self.settings).url = Some(uri.to_owned());
+        Ok(())
+    }
 }
 
 impl ObjectImpl for MoqSink {

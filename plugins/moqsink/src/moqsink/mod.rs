@@ -160,7 +160,7 @@ impl From<Delivery> for moq_media::DeliveryMode {
 glib::wrapper! {
     pub struct MoqSink(ObjectSubclass<imp::MoqSink>)
         @extends gst::Bin, gst::Element, gst::Object,
-        @implements gst::ChildProxy;
+        @implements gst::ChildProxy, gst::URIHandler;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
@@ -168,7 +168,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     gst::Element::register(
         Some(plugin),
         "moqsink",
-        gst::Rank::NONE,
+        gst::Rank::PRIMARY,
         MoqSink::static_type(),
     )
 }

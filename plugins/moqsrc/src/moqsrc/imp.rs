@@ -294,10 +294,12 @@ impl MoqSrc {
                 ["no url set (moqt://HOST:PORT/NAMESPACE)"]
             )
         })?;
-        let url = MoqUrl::parse(&text)
+        let mut url = MoqUrl::parse(&text)
             .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
+        // A URI handed to playbin carries the pin in its query.
+        let pinned = url.take_query_param("tls-fingerprint");
         let trust = Trust::choose(
-            settings.tls_fingerprint.as_deref(),
+            settings.tls_fingerprint.as_deref().or(pinned.as_deref()),
             settings.tls_ca_file.as_deref(),
             settings.tls_insecure,
         )
@@ -921,6 +923,31 @@ impl ObjectSubclass for MoqSrc {
     const NAME: &'static str = "GstMoqSrc";
     type Type = super::MoqSrc;
     type ParentType = gst::Element;
+    type Interfaces = (gst::URIHandler,);
+}
+
+impl URIHandlerImpl for MoqSrc {
+    const URI_TYPE: gst::URIType = gst::URIType::Src;
+
+    fn protocols() -> &'static [&'static str] {
+        &["moqt"]
+    }
+
+    fn uri(&self) -> Option<String> {
+        lock(&self.settings).url.clone()
+    }
+
+    fn set_uri(&self, uri: &str) -> Result<(), glib::Error> {
+        if self.obj().current_state() > gst::State::Ready {
+            return Err(glib::Error::new(
+                gst::URIError::BadState,
+                "the URI can only be set in the NULL or READY state",
+            ));
+        }
+        MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
+        lock(&self.settings).url = Some(uri.to_owned());
+        Ok(())
+    }
 }
 
 impl ObjectImpl for MoqSrc {

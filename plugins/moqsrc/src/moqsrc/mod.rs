@@ -23,14 +23,16 @@ mod stats;
 
 glib::wrapper! {
     pub struct MoqSrc(ObjectSubclass<imp::MoqSrc>)
-        @extends gst::Element, gst::Object;
+        @extends gst::Element, gst::Object,
+        @implements gst::URIHandler;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     gst::Element::register(
         Some(plugin),
         "moqsrc",
-        gst::Rank::NONE,
+        // Ranked, so uridecodebin (playbin, gst-play-1.0) picks it for moqt:// URIs.
+        gst::Rank::PRIMARY,
         MoqSrc::static_type(),
     )
 }

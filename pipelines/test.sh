@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 cargo build --workspace --all-targets --locked
-# The relay interop tests run against a real moq-relay.
+# The relay interop tests run against a real moq-relay (and moq-cli for its tokens).
 MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"
-export MOQ_RELAY
+MOQ_CLI="$(dirname "$MOQ_RELAY")/moq"
+export MOQ_RELAY MOQ_CLI
 cargo test --workspace --locked -- --test-threads=2
 bash pipelines/fuzz.sh 20

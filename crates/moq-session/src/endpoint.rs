@@ -225,6 +225,7 @@ async fn accept_loop(
             let config = SessionConfig {
                 publish: Some(broadcast),
                 path: None,
+                auth_token: None,
                 limits: limits.publish,
                 congestion: limits.congestion,
                 prompt_acks: limits.prompt_acks,

@@ -53,6 +53,23 @@ impl SessionError {
         }
     }
 
+    /// Whether the server refused us for good: unauthorized (a missing or wrong token, a
+    /// namespace we may not publish), or unreachable by name, TLS or version. Retrying
+    /// cannot help.
+    pub fn is_refusal(&self) -> bool {
+        use moq_wire::draft14::{publish_namespace_error, session_error};
+        match self {
+            SessionError::Request(refused) => refused.code == publish_namespace_error::UNAUTHORIZED,
+            SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {
+                close.error_code.into_inner() == session_error::UNAUTHORIZED
+            }
+            SessionError::Resolve(_)
+            | SessionError::Tls(_)
+            | SessionError::VersionNegotiation { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Whether retrying later could help (the peer went away, as opposed to refusing us).
     pub fn is_transient(&self) -> bool {
         matches!(

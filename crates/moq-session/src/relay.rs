@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use moq_wire::draft14::{publish_namespace_error, session_error};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -88,20 +87,6 @@ impl Drop for RelayPublisher {
     }
 }
 
-/// Whether retrying cannot help.
-fn is_refusal(err: &SessionError) -> bool {
-    match err {
-        SessionError::Request(refused) => refused.code == publish_namespace_error::UNAUTHORIZED,
-        SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {
-            close.error_code.into_inner() == session_error::UNAUTHORIZED
-        }
-        SessionError::Resolve(_)
-        | SessionError::Tls(_)
-        | SessionError::VersionNegotiation { .. } => true,
-        _ => false,
-    }
-}
-
 async fn run(
     url: MoqUrl,
     trust: Trust,
@@ -142,7 +127,7 @@ async fn run(
             }
             Err(err) => err,
         };
-        if is_refusal(&err) {
+        if err.is_refusal() {
             let _ = events.try_send(RelayEvent::Refused(err));
             return;
         }

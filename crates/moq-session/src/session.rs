@@ -67,6 +67,9 @@ pub struct SessionConfig {
     pub publish: Option<Broadcast>,
     /// Sent in the PATH setup parameter (client only).
     pub path: Option<String>,
+    /// Sent in the AUTHORIZATION TOKEN setup parameter, e.g. a JWT for moq-relay (client
+    /// only).
+    pub auth_token: Option<String>,
     /// Limits of what the peer's subscriptions may cost.
     pub limits: PublishLimits,
     /// The congestion controller of the connection (client side; a server sets it for
@@ -271,6 +274,12 @@ impl Session {
         config: SessionConfig,
     ) -> Result<Session, SessionError> {
         let path = config.path.clone();
+        let token = config
+            .auth_token
+            .as_deref()
+            .map(|t| wire::authorization_token(0, t.as_bytes()))
+            .transpose()
+            .map_err(|e| SessionError::violation(format!("authorization token: {e}")))?;
         let control = conn.clone();
         let setup = async move {
             let (mut send, recv) = control.open_bi().await?;
@@ -279,6 +288,9 @@ impl Session {
                 .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation());
             if let Some(path) = &path {
                 params = params.with_bytes(setup_param::PATH, path.as_bytes().to_vec());
+            }
+            if let Some(token) = token {
+                params = params.with_bytes(setup_param::AUTHORIZATION_TOKEN, token);
             }
             let hello = ControlMessage::ClientSetup(ClientSetup {
                 versions: vec![wire::VERSION],

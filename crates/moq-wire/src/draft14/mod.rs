@@ -29,7 +29,8 @@ pub use data::{
     SubgroupId, SubgroupObjectHeader,
 };
 pub use params::{
-    KeyValuePair, Parameters, Value, decode_extensions, encode_extensions, param, setup_param,
+    KeyValuePair, Parameters, Value, authorization_token, decode_extensions, encode_extensions,
+    param, setup_param,
 };
 
 /// The version number offered and selected in the setup messages (0xff000000 + draft number).

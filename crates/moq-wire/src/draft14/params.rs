@@ -25,6 +25,19 @@ pub mod setup_param {
     pub const MOQT_IMPLEMENTATION: u64 = 0x07;
 }
 
+/// An AUTHORIZATION TOKEN value that carries the token itself (§Authorization Token: alias
+/// type USE_VALUE, then the token type and the token). Type 0 is a token whose meaning the
+/// endpoints agreed out of band, e.g. a JWT for moq-relay.
+pub fn authorization_token(token_type: u64, token: &[u8]) -> Result<Vec<u8>, EncodeError> {
+    /// Alias type: the token follows, and is not registered.
+    const USE_VALUE: u64 = 0x3;
+    let mut out = Vec::with_capacity(token.len() + 4);
+    crate::varint::encode(USE_VALUE, &mut out)?;
+    crate::varint::encode(token_type, &mut out)?;
+    out.extend_from_slice(token);
+    Ok(out)
+}
+
 /// Parameter types for every message other than the setup messages.
 pub mod param {
     /// How long, in milliseconds, objects are worth forwarding after they arrive (integer).
@@ -239,4 +252,19 @@ pub fn decode_extensions(mut block: &[u8]) -> Result<Vec<KeyValuePair>, DecodeEr
         headers.push(header);
     }
     Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_authorization_token_carries_its_value() {
+        // USE_VALUE (3), type 0, then the token's bytes.
+        assert_eq!(
+            authorization_token(0, b"ey.j.w").unwrap(),
+            [&[0x03, 0x00][..], b"ey.j.w"].concat()
+        );
+        assert_eq!(authorization_token(300, b"").unwrap(), [0x03, 0x41, 0x2c]);
+    }
 }

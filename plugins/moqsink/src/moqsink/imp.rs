@@ -63,6 +63,8 @@ struct Settings {
     relay_fingerprint: Option<String>,
     tls_ca_file: Option<PathBuf>,
     tls_insecure: bool,
+    /// Sent in SETUP's AUTHORIZATION TOKEN (with url).
+    auth_token: Option<String>,
     delivery: Delivery,
     delivery_timeout_ms: u32,
     keyframe_on_subscribe: bool,
@@ -155,6 +157,7 @@ impl Default for Settings {
             relay_fingerprint: None,
             tls_ca_file: None,
             tls_insecure: false,
+            auth_token: None,
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
             keyframe_on_subscribe: true,
@@ -331,6 +334,7 @@ impl MoqSink {
                     congestion: settings.congestion.resolve(settings.rate_control),
                     prompt_acks: settings.prompt_acks(),
                     path: Some(located.setup_path),
+                    auth_token: settings.auth_token.clone(),
                 };
                 return Ok(Link::Relay(RelayPublisher::start(
                     url, trust, config, events_tx,
@@ -984,6 +988,11 @@ impl ObjectImpl for MoqSink {
                     .blurb("With url: PEM file of CA certificates the relay's certificate must chain to (instead of the system's)")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("auth-token")
+                    .nick("Authorization token")
+                    .blurb("With url: a token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("tls-insecure")
                     .nick("TLS insecure")
                     .blurb("With url: accept any relay certificate (testing only)")
@@ -1111,6 +1120,7 @@ impl ObjectImpl for MoqSink {
             "url" => settings.url = text(),
             "tls-fingerprint" => settings.relay_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
+            "auth-token" => settings.auth_token = text(),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "keyframe-on-subscribe" => {
                 settings.keyframe_on_subscribe = value.get().unwrap_or_default()
@@ -1165,6 +1175,8 @@ impl ObjectImpl for MoqSink {
             "stats" => self.stats().to_value(),
             "url" => settings.url.to_value(),
             "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
+            // Write-only in effect: a secret is not read back.
+            "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
             "max-subscribers" => settings.max_subscribers.to_value(),

@@ -42,6 +42,7 @@ struct Settings {
     tls_fingerprint: Option<String>,
     tls_ca_file: Option<std::path::PathBuf>,
     tls_insecure: bool,
+    auth_token: Option<String>,
     timeout_s: u32,
     latency_ms: u32,
     skip_forward: bool,
@@ -57,6 +58,7 @@ impl Default for Settings {
             tls_fingerprint: None,
             tls_ca_file: None,
             tls_insecure: false,
+            auth_token: None,
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
@@ -317,6 +319,7 @@ impl MoqSrc {
             ReceiverConfig {
                 namespace: located.namespace,
                 setup_path: located.setup_path,
+                auth_token: settings.auth_token.clone(),
                 url,
                 prefs: TrackPrefs {
                     video: settings.video_track.clone(),
@@ -989,6 +992,11 @@ impl ObjectImpl for MoqSrc {
                     .blurb("PEM file of CA certificates the server's certificate must chain to (instead of the system's)")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("auth-token")
+                    .nick("Authorization token")
+                    .blurb("A token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("tls-insecure")
                     .nick("TLS insecure")
                     .blurb("Accept any server certificate (testing only)")
@@ -1053,6 +1061,7 @@ impl ObjectImpl for MoqSrc {
             "audio-track" => settings.audio_track = Choice::from_property(text().as_deref()),
             "tls-fingerprint" => settings.tls_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(Into::into),
+            "auth-token" => settings.auth_token = text(),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
@@ -1075,6 +1084,8 @@ impl ObjectImpl for MoqSrc {
                 .map(|p| p.display().to_string())
                 .to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
+            // Write-only in effect: a secret is not read back.
+            "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),

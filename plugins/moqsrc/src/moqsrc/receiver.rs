@@ -46,6 +46,8 @@ pub struct ReceiverConfig {
     pub url: MoqUrl,
     /// The PATH setup parameter: the session's root (and the URL's query).
     pub setup_path: String,
+    /// The AUTHORIZATION TOKEN setup parameter.
+    pub auth_token: Option<String>,
     /// Namespace of the tracks (the broadcast).
     pub namespace: TrackNamespace,
     pub prefs: TrackPrefs,
@@ -141,6 +143,8 @@ struct Lost {
     reason: String,
     /// Media had flowed in this session.
     had_media: bool,
+    /// The server refused us for good (e.g. a missing or wrong token): no retries.
+    refused: bool,
 }
 
 /// The receiver's state across sessions.
@@ -248,6 +252,10 @@ pub async fn run(
         if controls.borrow().paused {
             progress.media_arrived();
         }
+        if lost.refused {
+            let _ = events.send(Event::Error(lost.reason)).await;
+            return;
+        }
         if Instant::now() + RETRY_INTERVAL >= progress.last_media() + config.timeout {
             let _ = events
                 .send(Event::Error(format!(
@@ -273,6 +281,7 @@ async fn receive(
         .clamp(RETRY_INTERVAL, CONNECT_ATTEMPT);
     let session_config = SessionConfig {
         path: Some(config.setup_path.clone()),
+        auth_token: config.auth_token.clone(),
         ..SessionConfig::default()
     };
     let connecting = moq_session::connect(&config.url, &config.trust, session_config);
@@ -284,13 +293,18 @@ async fn receive(
     let mut had_media = false;
     receive_session(config, events, controls, progress, &session, &mut had_media)
         .await
-        .map_err(|reason| Lost { reason, had_media })
+        .map_err(|reason| Lost {
+            reason,
+            had_media,
+            refused: session.close_reason().is_some_and(|e| e.is_refusal()),
+        })
 }
 
 fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
     Lost {
         reason: format!("cannot connect to {}: {err}", config.url),
         had_media: false,
+        refused: err.is_refusal(),
     }
 }
 

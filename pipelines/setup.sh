@@ -10,6 +10,7 @@ packages=(
     gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
     meson ninja-build
     python3-matplotlib
+    python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
 )
 
 missing=()

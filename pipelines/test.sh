@@ -10,4 +10,7 @@ MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"
 MOQ_CLI="$(dirname "$MOQ_RELAY")/moq"
 export MOQ_RELAY MOQ_CLI
 cargo test --workspace --locked -- --test-threads=2
+# The embedding examples, briefly: Rust (plugins linked in) and Python (plugins loaded).
+cargo run --locked --quiet --example embed -- 3 | tail -n 1
+GST_PLUGIN_PATH="$PWD/target/debug" /usr/bin/python3 examples/embed.py 3 | tail -n 1
 bash pipelines/fuzz.sh 20

@@ -33,7 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     gstmoqsrc::plugin_register_static()?;
 
     // The publisher: frames the application makes, encoded and served.
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let sender = gst::parse::launch(&format!(
         "appsrc name=frames is-live=true format=time \
            caps=video/x-raw,format=GRAY8,width={WIDTH},height={HEIGHT},framerate={FPS}/1 \
@@ -114,8 +116,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b.set_duration(gst::ClockTime::from_nseconds(1_000_000_000 / FPS));
         }
         frames.push_buffer(buffer)?;
-        if let Some(wait) = Duration::from_nanos(n * 1_000_000_000 / FPS)
-            .checked_sub(start.elapsed())
+        if let Some(wait) =
+            Duration::from_nanos(n * 1_000_000_000 / FPS).checked_sub(start.elapsed())
         {
             std::thread::sleep(wait);
         }

@@ -6,7 +6,7 @@ mod common;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 use gst::prelude::*;
@@ -38,12 +38,6 @@ struct Run {
     media_bytes: u64,
     src_stats: gst::Structure,
     sink_stats: gst::Structure,
-}
-
-fn unix_now() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
 }
 
 /// Backlog budget that never binds in a 30 s run: the thesis's in-order modes, whose

@@ -72,9 +72,7 @@ fn after_a_pause_playback_resumes_at_the_live_edge() {
     receiver.pipeline.set_state(gst::State::Paused).unwrap();
     std::thread::sleep(std::time::Duration::from_secs(5));
     let before = receiver.frames().len();
-    let resumed_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
+    let resumed_at = unix_now();
     receiver.pipeline.set_state(gst::State::Playing).unwrap();
     receiver
         .wait_frames(before + 24, WAIT)

@@ -624,8 +624,5 @@ fn a_publisher_without_a_catalog_ends_in_an_error_naming_it() {
 }
 
 fn unix_now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
+    unix_now().as_micros() as u64
 }

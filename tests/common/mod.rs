@@ -381,6 +381,26 @@ pub struct ReceivedFrame {
     pub discont: bool,
     /// Availability time at the sender, from the `timestamp/x-unix` reference meta.
     pub availability: Option<gst::ClockTime>,
+    /// When moqsrc output it (Unix time).
+    pub output_unix: Duration,
+}
+
+impl ReceivedFrame {
+    /// Availability at the sender to output by moqsrc (both Unix time, one machine).
+    pub fn latency(&self) -> Option<Duration> {
+        let availability = self.availability?;
+        Some(
+            self.output_unix
+                .saturating_sub(Duration::from_nanos(availability.nseconds())),
+        )
+    }
+}
+
+/// Wall-clock time, as the availability meta carries it.
+pub fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
 }
 
 /// `moqsrc ! h264parse ! avdec_h264 ! appsink`, recording moqsrc's video output (at the
@@ -427,6 +447,7 @@ impl Receiver {
                         key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
                         discont: buffer.flags().contains(gst::BufferFlags::DISCONT),
                         availability,
+                        output_unix: unix_now(),
                     });
                 }
                 gst::PadProbeReturn::Ok

@@ -16,7 +16,7 @@ use moq_session::tls::Trust;
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
-    self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, TrackFeed,
+    self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, Server, TrackFeed,
 };
 use super::select::{Choice, MediaKind, TrackPrefs};
 use super::stats::ReceiverStats;
@@ -36,6 +36,8 @@ const DEFAULT_LATENCY_MS: u32 = 100;
 #[derive(Debug, Clone)]
 struct Settings {
     url: Option<String>,
+    /// Comma-separated URLs to fail over to.
+    backup_urls: Option<String>,
     namespace: Option<String>,
     video_track: Choice,
     audio_track: Choice,
@@ -52,6 +54,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             url: None,
+            backup_urls: None,
             namespace: None,
             video_track: Choice::First,
             audio_track: Choice::First,
@@ -287,6 +290,30 @@ fn caps_for(entry: &TrackEntry) -> Option<gst::Caps> {
     }
 }
 
+/// Where one URL leads and how its certificate is checked: the URL's own pin (a URI
+/// handed to playbin carries it in its query) before the tls-fingerprint property.
+fn locate_server(text: &str, settings: &Settings) -> Result<Server, gst::ErrorMessage> {
+    let mut url = MoqUrl::parse(text).map_err(|e| {
+        gst::error_msg!(gst::ResourceError::Settings, ["invalid url {text:?}: {e}"])
+    })?;
+    let pinned = url.take_query_param("tls-fingerprint");
+    let trust = Trust::choose(
+        pinned.as_deref().or(settings.tls_fingerprint.as_deref()),
+        settings.tls_ca_file.as_deref(),
+        settings.tls_insecure,
+    )
+    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{url}: {e}"]))?;
+    let located = url
+        .locate(settings.namespace.as_deref())
+        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
+    Ok(Server {
+        url,
+        setup_path: located.setup_path,
+        namespace: located.namespace,
+        trust,
+    })
+}
+
 impl MoqSrc {
     fn config(&self) -> Result<(ReceiverConfig, Settings), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
@@ -296,36 +323,30 @@ impl MoqSrc {
                 ["no url set (moqt://HOST:PORT/NAMESPACE)"]
             )
         })?;
-        let mut url = MoqUrl::parse(&text)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["invalid url: {e}"]))?;
-        // A URI handed to playbin carries the pin in its query.
-        let pinned = url.take_query_param("tls-fingerprint");
-        let trust = Trust::choose(
-            settings.tls_fingerprint.as_deref().or(pinned.as_deref()),
-            settings.tls_ca_file.as_deref(),
-            settings.tls_insecure,
-        )
-        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{url}: {e}"]))?;
+        let server = locate_server(&text, &settings)?;
+        let backups = settings
+            .backup_urls
+            .iter()
+            .flat_map(|list| list.split(','))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| locate_server(t, &settings))
+            .collect::<Result<Vec<_>, _>>()?;
         if settings.video_track == Choice::Off && settings.audio_track == Choice::Off {
             return Err(gst::error_msg!(
                 gst::ResourceError::Settings,
                 ["video-track and audio-track are both none: nothing to play"]
             ));
         }
-        let located = url
-            .locate(settings.namespace.as_deref())
-            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
         Ok((
             ReceiverConfig {
-                namespace: located.namespace,
-                setup_path: located.setup_path,
+                server,
+                backups,
                 auth_token: settings.auth_token.clone(),
-                url,
                 prefs: TrackPrefs {
                     video: settings.video_track.clone(),
                     audio: settings.audio_track.clone(),
                 },
-                trust,
                 timeout: Duration::from_secs(settings.timeout_s.into()),
             },
             settings,
@@ -386,14 +407,15 @@ impl MoqSrc {
     /// Acts on one event of the network side (on a runtime thread).
     fn handle_event(&self, event: Event) {
         match event {
-            Event::Connected { peer, attempt } => {
+            Event::Connected { url, peer, attempt } => {
                 gst::info!(
                     CAT,
                     imp = self,
-                    "connected to {peer} (connection {attempt})"
+                    "connected to {url} at {peer} (connection {attempt})"
                 );
                 self.post_message(
                     gst::Structure::builder("moq-connected")
+                        .field("url", url)
                         .field("address", peer.to_string())
                         .field("reconnections", attempt)
                         .build(),
@@ -967,6 +989,11 @@ impl ObjectImpl for MoqSrc {
                     .blurb("MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; the query (e.g. ?jwt=TOKEN) goes to the relay")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("backup-urls")
+                    .nick("Backup URLs")
+                    .blurb("Comma-separated moqt:// URLs of other servers carrying the same broadcast (e.g. the other relays of a cluster; each may carry its own ?tls-fingerprint=). When the server in use fails, or sends no media for 2 s, the next one is tried, in turn, until timeout")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecString::builder("namespace")
                     .nick("Namespace")
                     .blurb("Track namespace (the broadcast); '/' separates fields. Unset: the URL's last path segment, the path before it being the relay's root. Set: the whole URL path is the root")
@@ -1056,6 +1083,7 @@ impl ObjectImpl for MoqSrc {
         let mut settings = lock(&self.settings);
         match pspec.name() {
             "url" => settings.url = text(),
+            "backup-urls" => settings.backup_urls = text(),
             "namespace" => settings.namespace = text(),
             "video-track" => settings.video_track = Choice::from_property(text().as_deref()),
             "audio-track" => settings.audio_track = Choice::from_property(text().as_deref()),
@@ -1074,6 +1102,7 @@ impl ObjectImpl for MoqSrc {
         let settings = lock(&self.settings).clone();
         match pspec.name() {
             "url" => settings.url.to_value(),
+            "backup-urls" => settings.backup_urls.to_value(),
             "namespace" => settings.namespace.to_value(),
             "video-track" => settings.video_track.to_property().to_value(),
             "audio-track" => settings.audio_track.to_property().to_value(),

@@ -31,6 +31,9 @@ const RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// A handshake that has not completed by then is restarted: QUIC backs off its Initial
 /// retransmissions, so a fresh attempt finds a returning server sooner.
 const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
+/// With backup servers, a session that delivers no media for this long is given up for
+/// the next server: a dead relay sends nothing, and QUIC's idle timeout is longer.
+const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
 /// Subscriber priorities (lower is more important): audio above video, the enhancement
 /// layer below the base layer.
 const AUDIO_PRIORITY: u8 = 50;
@@ -41,17 +44,27 @@ pub const ITEM_QUEUE: usize = 64;
 /// Events waiting for the element.
 pub const EVENT_QUEUE: usize = 64;
 
+/// One server that carries the broadcast.
 #[derive(Debug, Clone)]
-pub struct ReceiverConfig {
+pub struct Server {
     pub url: MoqUrl,
     /// The PATH setup parameter: the session's root (and the URL's query).
     pub setup_path: String,
-    /// The AUTHORIZATION TOKEN setup parameter.
-    pub auth_token: Option<String>,
     /// Namespace of the tracks (the broadcast).
     pub namespace: TrackNamespace,
-    pub prefs: TrackPrefs,
     pub trust: Trust,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    /// The server tried first.
+    pub server: Server,
+    /// Servers carrying the same broadcast (e.g. other relays of a cluster), tried in turn
+    /// after the one in use fails.
+    pub backups: Vec<Server>,
+    /// The AUTHORIZATION TOKEN setup parameter.
+    pub auth_token: Option<String>,
+    pub prefs: TrackPrefs,
     /// How long to keep trying to get media before giving up with an error.
     pub timeout: Duration,
 }
@@ -61,6 +74,7 @@ pub struct ReceiverConfig {
 pub enum Event {
     /// Media flows from a new session; `attempt` counts such sessions, 0 for the first.
     Connected {
+        url: String,
         peer: std::net::SocketAddr,
         attempt: u32,
     },
@@ -174,7 +188,7 @@ impl Progress {
     }
 
     fn last_media(&self) -> Instant {
-        self.origin + Duration::from_millis(self.last_media.load(Ordering::Relaxed))
+        stamped(&self.last_media, self.origin)
     }
 
     fn output(&self, name: &str) -> Option<&mpsc::Sender<Item>> {
@@ -195,6 +209,11 @@ impl Progress {
                 .await;
         }
     }
+}
+
+/// When [`stamp`] was last called.
+fn stamped(last_media: &AtomicU64, origin: Instant) -> Instant {
+    origin + Duration::from_millis(last_media.load(Ordering::Relaxed))
 }
 
 fn stamp(last_media: &AtomicU64, origin: Instant) {
@@ -222,8 +241,8 @@ enum TrackEnd {
 }
 
 /// Runs until every track ends or the element drops its side. A lost or refused session
-/// is retried, from the live edge, until no media has arrived for `timeout`; only then is
-/// it an error naming the URL and what failed.
+/// is retried, from the live edge, on the next server in turn, until no media has arrived
+/// for `timeout`; only then is it an error naming the URL and what failed.
 pub async fn run(
     config: ReceiverConfig,
     events: mpsc::Sender<Event>,
@@ -242,6 +261,8 @@ pub async fn run(
         tracks_complete: false,
         generation: 0,
     };
+    let mut rotation = Rotation::new(&config);
+    let mut config = config;
     loop {
         let Err(lost) = receive(&config, &events, &mut controls, &mut progress).await else {
             return;
@@ -253,9 +274,12 @@ pub async fn run(
             progress.media_arrived();
         }
         if lost.refused {
+            rotation.refuse();
+        }
+        let Some(next) = rotation.advance() else {
             let _ = events.send(Event::Error(lost.reason)).await;
             return;
-        }
+        };
         if Instant::now() + RETRY_INTERVAL >= progress.last_media() + config.timeout {
             let _ = events
                 .send(Event::Error(format!(
@@ -266,7 +290,59 @@ pub async fn run(
                 .await;
             return;
         }
-        tokio::time::sleep(RETRY_INTERVAL).await;
+        if next.wrapped {
+            tokio::time::sleep(RETRY_INTERVAL).await;
+        }
+        config.server = next.server;
+    }
+}
+
+/// Which server to try next: each in turn, skipping those that refused us.
+struct Rotation {
+    servers: Vec<Server>,
+    refused: Vec<bool>,
+    at: usize,
+}
+
+/// The server to try next; `wrapped` when every other one was tried since it.
+struct Next {
+    server: Server,
+    wrapped: bool,
+}
+
+impl Rotation {
+    fn new(config: &ReceiverConfig) -> Rotation {
+        let servers: Vec<Server> = std::iter::once(config.server.clone())
+            .chain(config.backups.iter().cloned())
+            .collect();
+        Rotation {
+            refused: vec![false; servers.len()],
+            servers,
+            at: 0,
+        }
+    }
+
+    /// The server in use refused us for good.
+    fn refuse(&mut self) {
+        self.refused[self.at] = true;
+    }
+
+    /// Moves on to the next server that has not refused us; `None` when all have.
+    fn advance(&mut self) -> Option<Next> {
+        let count = self.servers.len();
+        let mut wrapped = false;
+        for step in 1..=count {
+            let at = (self.at + step) % count;
+            wrapped |= at == 0;
+            if !self.refused[at] {
+                self.at = at;
+                return Some(Next {
+                    server: self.servers[at].clone(),
+                    wrapped,
+                });
+            }
+        }
+        None
     }
 }
 
@@ -280,11 +356,11 @@ async fn receive(
         .saturating_duration_since(Instant::now())
         .clamp(RETRY_INTERVAL, CONNECT_ATTEMPT);
     let session_config = SessionConfig {
-        path: Some(config.setup_path.clone()),
+        path: Some(config.server.setup_path.clone()),
         auth_token: config.auth_token.clone(),
         ..SessionConfig::default()
     };
-    let connecting = moq_session::connect(&config.url, &config.trust, session_config);
+    let connecting = moq_session::connect(&config.server.url, &config.server.trust, session_config);
     let session = match tokio::time::timeout(remaining, connecting).await {
         Ok(Ok(session)) => session,
         Ok(Err(err)) => return Err(not_connected(config, err)),
@@ -302,7 +378,7 @@ async fn receive(
 
 fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
     Lost {
-        reason: format!("cannot connect to {}: {err}", config.url),
+        reason: format!("cannot connect to {}: {err}", config.server.url),
         had_media: false,
         refused: err.is_refusal(),
     }
@@ -316,9 +392,9 @@ async fn receive_session(
     session: &Session,
     had_media: &mut bool,
 ) -> Result<(), String> {
-    let namespace = config.namespace.clone();
+    let namespace = config.server.namespace.clone();
     let path = namespace.to_path();
-    let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.url);
+    let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.server.url);
 
     // The catalog's latest group is retained by the publisher: start from the beginning.
     let mut catalog_sub = session
@@ -358,7 +434,7 @@ async fn receive_session(
     let deadline = progress.last_media() + config.timeout;
     let catalog = first_catalog(&mut catalog_sub, deadline)
         .await
-        .map_err(|e| format!("{}: namespace {path:?}: {e}", config.url))?;
+        .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
     let mut catalog_updates = Some(catalog_sub);
     let mut current = catalog;
     if !offer_tracks(config, events, progress, &current).await? {
@@ -383,7 +459,7 @@ async fn receive_session(
             progress.reset().await;
         }
         let selection = select::select(&current, &config.prefs)
-            .map_err(|e| format!("{}: namespace {path:?}: {e}", config.url))?;
+            .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
         progress.epoch += 1;
         let mut round = JoinSet::new();
         for track in selection.tracks {
@@ -401,6 +477,7 @@ async fn receive_session(
         }
         if !*had_media {
             let connected = Event::Connected {
+                url: config.server.url.to_string(),
                 peer: session.remote_address(),
                 attempt: progress.sessions,
             };
@@ -442,8 +519,8 @@ async fn offer_tracks(
     let selection = select::select(catalog, &config.prefs).map_err(|e| {
         format!(
             "{}: namespace {:?}: {e}",
-            config.url,
-            config.namespace.to_path()
+            config.server.url,
+            config.server.namespace.to_path()
         )
     })?;
     for (name, codec) in selection.unplayable {
@@ -529,7 +606,7 @@ async fn start_track(
         return Ok(());
     }
     let forwarder = Forwarder {
-        url: config.url.to_string(),
+        url: config.server.url.to_string(),
         kind: track.kind,
         epoch: progress.epoch,
         resumes: progress.resumes,
@@ -556,13 +633,13 @@ async fn subscribe(
         ..SubscribeOptions::default()
     };
     session
-        .subscribe(config.namespace.clone(), name, options)
+        .subscribe(config.server.namespace.clone(), name, options)
         .await
         .map_err(|e| {
             format!(
                 "{}: track {name:?} in namespace {:?}: {e}",
-                config.url,
-                config.namespace.to_path()
+                config.server.url,
+                config.server.namespace.to_path()
             )
         })
 }
@@ -580,8 +657,17 @@ async fn play(
     catalog: &mut Catalog,
     catalog_updates: &mut Option<Subscription>,
 ) -> Result<bool, String> {
+    let (last_media, origin, started) =
+        (progress.last_media.clone(), progress.origin, Instant::now());
     loop {
         tokio::select! {
+            () = silence(config, &last_media, origin, started) => {
+                return Err(format!(
+                    "{}: no media for {} s",
+                    config.server.url,
+                    FAILOVER_SILENCE.as_secs()
+                ));
+            }
             ended = round.join_next() => match ended {
                 None => return Ok(true),
                 Some(Ok(TrackEnd::Ended)) => {}
@@ -631,6 +717,26 @@ async fn play(
                 }
             }
         }
+    }
+}
+
+/// Resolves once no media has arrived for [`FAILOVER_SILENCE`] since `started`, if there
+/// is another server to try; never otherwise.
+async fn silence(
+    config: &ReceiverConfig,
+    last_media: &AtomicU64,
+    origin: Instant,
+    started: Instant,
+) {
+    if config.backups.is_empty() {
+        return std::future::pending().await;
+    }
+    loop {
+        let due = stamped(last_media, origin).max(started) + FAILOVER_SILENCE;
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(due.into()).await;
     }
 }
 
@@ -821,4 +927,61 @@ async fn first_catalog(sub: &mut Subscription, deadline: Instant) -> Result<Cata
     tokio::time::timeout_at(deadline.into(), wait)
         .await
         .map_err(|_| "no catalog arrived".to_owned())?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(port: u16) -> Server {
+        let url = MoqUrl::parse(&format!("moqt://127.0.0.1:{port}/live")).unwrap();
+        let located = url.locate(None).unwrap();
+        Server {
+            url,
+            setup_path: located.setup_path,
+            namespace: located.namespace,
+            trust: Trust::Insecure,
+        }
+    }
+
+    fn rotation(ports: &[u16]) -> Rotation {
+        Rotation::new(&ReceiverConfig {
+            server: server(ports[0]),
+            backups: ports[1..].iter().map(|&p| server(p)).collect(),
+            auth_token: None,
+            prefs: TrackPrefs::default(),
+            timeout: Duration::from_secs(10),
+        })
+    }
+
+    fn port(next: Option<Next>) -> Option<(u16, bool)> {
+        next.map(|n| (n.server.url.port, n.wrapped))
+    }
+
+    #[test]
+    fn servers_are_tried_in_turn_and_a_full_turn_is_reported() {
+        let mut r = rotation(&[1, 2, 3]);
+        assert_eq!(port(r.advance()), Some((2, false)));
+        assert_eq!(port(r.advance()), Some((3, false)));
+        assert_eq!(port(r.advance()), Some((1, true)));
+    }
+
+    #[test]
+    fn a_single_server_is_retried_after_every_failure() {
+        let mut r = rotation(&[1]);
+        assert_eq!(port(r.advance()), Some((1, true)));
+        assert_eq!(port(r.advance()), Some((1, true)));
+    }
+
+    #[test]
+    fn servers_that_refused_are_skipped_until_none_is_left() {
+        let mut r = rotation(&[1, 2, 3]);
+        r.refuse();
+        assert_eq!(port(r.advance()), Some((2, false)));
+        assert_eq!(port(r.advance()), Some((3, false)));
+        r.refuse();
+        assert_eq!(port(r.advance()), Some((2, true)));
+        r.refuse();
+        assert!(r.advance().is_none());
+    }
 }

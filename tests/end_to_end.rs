@@ -21,6 +21,29 @@ fn every_frame_after_joining_is_decoded_in_order() {
     assert_complete_delivery(&sender.sent(), &receiver);
 }
 
+/// moq-dev's format between our elements: every frame, B-frames included (their decode
+/// times derived from the order they come in), and the availability meta from the
+/// catalog's clock.
+#[test]
+fn the_hang_format_plays_every_frame_on_our_moqsrc() {
+    let sender = Sender::start("format=hang");
+    let receiver = Receiver::start(&format!(
+        "url={} tls-fingerprint={}",
+        sender.url(),
+        sender.fingerprint()
+    ));
+    receiver
+        .wait_frames(48, WAIT)
+        .expect("two seconds of frames");
+    sender.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("EOS reaches the receiver");
+    assert_complete_hang_delivery(&sender.sent(), &receiver);
+    let frames = receiver.frames();
+    assert!(frames.iter().all(|f| f.availability.is_some()));
+    let latency = frames.last().and_then(|f| f.latency()).unwrap();
+    assert!(latency.as_secs() < 2, "latency {latency:?}");
+}
+
 #[test]
 fn two_subscribers_both_decode_everything() {
     let sender = Sender::start("");

@@ -400,14 +400,7 @@ fn catalog_json(framerate: [u32; 2], more: Vec<TrackEntry>) -> Vec<u8> {
         ..TrackEntry::new(catalog::BASE_TRACK, TrackKind::Video)
     }];
     tracks.extend(more);
-    Catalog {
-        version: Catalog::VERSION,
-        timescale: catalog::TIMESCALE,
-        delivery: "skip-gops".into(),
-        epoch: 1,
-        tracks,
-    }
-    .to_json()
+    Catalog::native("skip-gops", 1, tracks).to_json()
 }
 
 const PRIORITY: Priority = Priority {

@@ -256,6 +256,19 @@ fn two_subscribers_and_a_late_joiner_through_the_relay() {
     );
 }
 
+/// moq-dev's format through moq-relay: the relay reads our catalog.json and frames as it
+/// does moq-gst's, and our moqsrc plays them to the end.
+#[test]
+fn the_hang_format_plays_through_the_relay() {
+    let relay = Relay::start();
+    let sender = relay.publisher("format=hang");
+    let receiver = relay.subscriber("");
+    receiver.wait_frames(48, WAIT).expect("plays");
+    sender.finish();
+    wait_eos(&receiver.pipeline, WAIT).expect("EOS reaches the subscriber");
+    assert_complete_hang_delivery(&sender.sent(), &receiver);
+}
+
 #[test]
 fn the_end_of_the_stream_reaches_subscribers_through_the_relay() {
     let relay = Relay::start();

@@ -608,3 +608,43 @@ pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
         "every received AU decoded"
     );
 }
+
+/// Like [`assert_complete_delivery`] for a broadcast in the hang format, whose frames
+/// carry only a presentation time: after the sender finished, the frames received are the
+/// last ones sent, with the same PTS spacing and key flags, decode timestamps that never
+/// decrease and (once the first GoP showed the reordering) never pass the PTS, no
+/// availability meta unless the catalog had a clock, and all of them decoded.
+pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
+    let frames = receiver.frames();
+    assert!(!frames.is_empty(), "nothing received");
+    assert!(frames.len() <= sent.len(), "more frames than were sent");
+    assert!(
+        frames[0].key && frames[0].discont,
+        "starts at a keyframe, DISCONT"
+    );
+    let sent = &sent[sent.len() - frames.len()..];
+    let gop = sent[1..]
+        .iter()
+        .position(|s| s.key)
+        .map_or(sent.len(), |p| p + 1);
+    for (i, (f, s)) in frames.iter().zip(sent).enumerate() {
+        let recv_offset = f.pts.useconds() as i64 - frames[0].pts.useconds() as i64;
+        let sent_offset = s.pts.useconds() as i64 - sent[0].pts.useconds() as i64;
+        assert!(
+            (recv_offset - sent_offset).abs() <= 2,
+            "frame {i}: PTS offset {sent_offset} µs sent, {recv_offset} µs received"
+        );
+        assert_eq!(f.key, s.key, "frame {i} key flag");
+        if i > 0 {
+            assert!(f.dts >= frames[i - 1].dts, "frame {i}: DTS decreases");
+        }
+        if i >= gop {
+            assert!(f.dts <= f.pts, "frame {i}: DTS {} > PTS {}", f.dts, f.pts);
+        }
+    }
+    assert_eq!(
+        receiver.decoded(),
+        frames.len(),
+        "every received AU decoded"
+    );
+}

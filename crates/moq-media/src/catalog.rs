@@ -96,6 +96,20 @@ impl Codec {
     }
 }
 
+/// How a track's objects carry frames.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Container {
+    /// Our frame header ([`crate::header`]) ahead of the frame.
+    #[default]
+    Native,
+    /// hang's `legacy`: a varint timestamp (µs) ahead of the frame ([`crate::hang`]).
+    HangLegacy,
+    /// hang's `loc`: LOC properties (the timestamp among them) ahead of the frame.
+    HangLoc,
+    /// A container the elements do not read, by its name.
+    Unsupported(String),
+}
+
 /// One track of the broadcast. Which fields are set depends on `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrackEntry {
@@ -128,6 +142,9 @@ pub struct TrackEntry {
     /// AudioSpecificConfig).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// Not in our catalog: every track of it uses our container.
+    #[serde(skip)]
+    pub container: Container,
 }
 
 impl TrackEntry {
@@ -146,11 +163,15 @@ impl TrackEntry {
             sample_rate: None,
             channels: None,
             config: None,
+            container: Container::Native,
         }
     }
 
-    /// The codec, if it is one the elements carry.
+    /// The codec, if it is one the elements carry, in a container they read.
     pub fn known_codec(&self) -> Option<Codec> {
+        if matches!(self.container, Container::Unsupported(_)) {
+            return None;
+        }
         self.codec.as_deref().and_then(Codec::from_codec_string)
     }
 
@@ -165,6 +186,14 @@ impl TrackEntry {
     }
 }
 
+/// The media format of a broadcast: ours, or moq-dev's hang (the catalog says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MediaFormat {
+    #[default]
+    Native,
+    Hang,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
     pub version: u32,
@@ -177,6 +206,13 @@ pub struct Catalog {
     #[serde(default)]
     pub epoch: u64,
     pub tracks: Vec<TrackEntry>,
+    /// Not in our catalog, which is always native.
+    #[serde(skip)]
+    pub format: MediaFormat,
+    /// Wall clock (µs since the UNIX epoch) at media time 0, for formats whose frames
+    /// carry no availability time of their own.
+    #[serde(skip)]
+    pub wall_at_zero_us: Option<u64>,
 }
 
 #[derive(Debug, Error)]
@@ -208,6 +244,19 @@ fn invalid(track: &str, field: &'static str, problem: &'static str) -> CatalogEr
 impl Catalog {
     pub const VERSION: u32 = 2;
 
+    /// A catalog of ours: the sender's delivery mode, its run's epoch, its tracks.
+    pub fn native(delivery: impl Into<String>, epoch: u64, tracks: Vec<TrackEntry>) -> Catalog {
+        Catalog {
+            version: Catalog::VERSION,
+            timescale: TIMESCALE,
+            delivery: delivery.into(),
+            epoch,
+            tracks,
+            format: MediaFormat::Native,
+            wall_at_zero_us: None,
+        }
+    }
+
     pub fn to_json(&self) -> Vec<u8> {
         // Plain strings, numbers and lists: serialisation cannot fail.
         serde_json::to_vec(self).unwrap_or_default()
@@ -224,7 +273,17 @@ impl Catalog {
         Ok(catalog)
     }
 
-    fn validate(&self) -> Result<(), CatalogError> {
+    /// Parses the catalog of either format by the track it came on: ours
+    /// ([`CATALOG_TRACK`]) or hang's ([`crate::hang::CATALOG_TRACK`]).
+    pub fn from_track(track: &str, data: &[u8]) -> Result<Catalog, CatalogError> {
+        if track == crate::hang::CATALOG_TRACK {
+            crate::hang::catalog_from_json(data)
+        } else {
+            Catalog::from_json(data)
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), CatalogError> {
         if self.version != Self::VERSION {
             return Err(CatalogError::Version(self.version));
         }
@@ -272,9 +331,10 @@ impl Catalog {
         match t.kind {
             TrackKind::Video => {
                 codec()?;
-                let dimension = |v: Option<u32>| v.is_some_and(|v| v > 0 && v <= MAX_DIMENSION);
+                // Optional (the stream's SPS says), but never absurd.
+                let dimension = |v: Option<u32>| v.is_none_or(|v| v > 0 && v <= MAX_DIMENSION);
                 if !dimension(t.width) || !dimension(t.height) {
-                    return Err(invalid(name, "width/height", "missing or not in 1..=16384"));
+                    return Err(invalid(name, "width/height", "not in 1..=16384"));
                 }
                 if let Some([num, den]) = t.framerate {
                     let positive_i32 = |v: u32| v > 0 && i32::try_from(v).is_ok();
@@ -282,8 +342,9 @@ impl Catalog {
                         return Err(invalid(name, "framerate", "not a positive fraction"));
                     }
                 }
-                if t.avcc_bytes().is_none_or(|b| b.len() > MAX_CONFIG_LEN) {
-                    return Err(invalid(name, "avcc", "missing, not hex or too long"));
+                // Optional: keyframes carry their parameter sets in-band.
+                if t.avcc.is_some() && t.avcc_bytes().is_none_or(|b| b.len() > MAX_CONFIG_LEN) {
+                    return Err(invalid(name, "avcc", "not hex or too long"));
                 }
                 if let Some(enh) = &t.enhancement
                     && !self.has(enh, TrackKind::VideoEnhancement)
@@ -336,7 +397,7 @@ pub fn hex_encode(data: &[u8]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn hex_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
     }
@@ -373,12 +434,10 @@ mod tests {
     }
 
     fn sample() -> Catalog {
-        Catalog {
-            version: Catalog::VERSION,
-            timescale: TIMESCALE,
-            delivery: "combined".into(),
-            epoch: 1_795_000_000_000,
-            tracks: vec![
+        Catalog::native(
+            "combined",
+            1_795_000_000_000,
+            vec![
                 video(),
                 TrackEntry {
                     base: Some(BASE_TRACK.into()),
@@ -386,7 +445,7 @@ mod tests {
                 },
                 audio(),
             ],
-        }
+        )
     }
 
     #[test]
@@ -481,9 +540,8 @@ mod tests {
             |c| c.tracks[0].height = Some(MAX_DIMENSION + 1),
             "width/height",
         );
-        refused(|c| c.tracks[0].height = None, "width/height");
+        refused(|c| c.tracks[0].height = Some(0), "width/height");
         refused(|c| c.tracks[0].avcc = Some("0g".into()), "avcc");
-        refused(|c| c.tracks[0].avcc = None, "avcc");
         refused(|c| c.tracks[0].codec = Some("a".repeat(5000)), "codec");
         refused(|c| c.tracks[0].codec = None, "codec");
         refused(

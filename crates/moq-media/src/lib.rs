@@ -2,6 +2,7 @@
 //!
 //! - [`header`]: the per-frame header at the start of every media object payload;
 //! - [`catalog`]: the JSON catalog track;
+//! - [`hang`]: moq-dev's media format (catalog.json, timestamp-prefixed frames), read and written;
 //! - [`audio`]: audio codec configurations, audio grouping and the receiver's audio window;
 //! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
 //! - [`keyframes`]: when a new subscriber's keyframe request goes to the encoder;
@@ -15,6 +16,7 @@
 
 pub mod audio;
 pub mod catalog;
+pub mod hang;
 pub mod header;
 pub mod keyframes;
 pub mod mapping;

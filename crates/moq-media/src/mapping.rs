@@ -33,6 +33,16 @@ impl DeliveryMode {
     }
 
     /// Whether a newer base group pre-empts older ones.
+    /// The mode with the same group order and no layer split: what a format with one
+    /// track per video stream (hang) does in this mode.
+    pub fn base_layer_only(self) -> DeliveryMode {
+        match self {
+            DeliveryMode::DeprioritizeB => DeliveryMode::Baseline,
+            DeliveryMode::Combined => DeliveryMode::SkipGops,
+            other => other,
+        }
+    }
+
     pub fn newest_group_first(self) -> bool {
         matches!(self, DeliveryMode::SkipGops | DeliveryMode::Combined)
     }

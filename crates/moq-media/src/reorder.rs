@@ -90,6 +90,8 @@ struct LastOutput {
 /// Frames the buffer holds at most (over a minute at 60 fps). Only a sender that never
 /// fills its gaps gets here; past it the oldest frame leaves so memory stays bounded.
 pub const MAX_BUFFERED: usize = 4096;
+/// Ends of groups remembered ahead of the one playing.
+const MAX_ENDED_GROUPS: usize = 64;
 
 #[derive(Debug)]
 pub struct ReorderBuffer<T> {
@@ -101,6 +103,10 @@ pub struct ReorderBuffer<T> {
     need_key: bool,
     /// Base groups whose stream was reset: their missing frames will not come.
     lost_groups: BTreeSet<u64>,
+    /// Base groups whose stream ended complete, with the decode index of their last
+    /// frame: for formats that number frames within their group, where the next group's
+    /// keyframe continues the stream although the index jumps.
+    ended_groups: BTreeMap<u64, u64>,
     /// Base groups of the keyframes buffered, with how many: "is a newer keyframe
     /// waiting?" is asked on every pop, and must not scan the buffer.
     buffered_keys: BTreeMap<u64, usize>,
@@ -128,6 +134,7 @@ impl<T> ReorderBuffer<T> {
             last: None,
             need_key: true,
             lost_groups: BTreeSet::new(),
+            ended_groups: BTreeMap::new(),
             buffered_keys: BTreeMap::new(),
             highest_seen: None,
             reorder_events: 0,
@@ -197,6 +204,28 @@ impl<T> ReorderBuffer<T> {
     /// The stream of a base group was reset: frames of it that did not arrive never will.
     pub fn group_lost(&mut self, base_group: u64) {
         self.lost_groups.insert(base_group);
+    }
+
+    /// The stream of a base group ended complete with the frame at `last_index`: the
+    /// keyframe of the next group follows that frame.
+    pub fn group_ended(&mut self, base_group: u64, last_index: u64) {
+        if self.last.is_some_and(|l| base_group < l.base_group) {
+            return;
+        }
+        self.ended_groups.insert(base_group, last_index);
+        // Only groups from the one playing on matter; a peer sending ends of groups far
+        // ahead gets the oldest forgotten.
+        while self.ended_groups.len() > MAX_ENDED_GROUPS {
+            self.ended_groups.pop_last();
+        }
+    }
+
+    /// Whether `h` is the keyframe of the group after the last output frame's, which
+    /// ended with that frame.
+    fn starts_next_group(&self, h: &FrameHeader, last: LastOutput) -> bool {
+        h.kind == FrameKind::Key
+            && follows(h.base_group, last.base_group)
+            && self.ended_groups.get(&last.base_group) == Some(&last.base_index)
     }
 
     /// When waiting alone can next change a decision (ns, caller's clock); `None` when only
@@ -278,9 +307,10 @@ impl<T> ReorderBuffer<T> {
         if self.need_key && !key {
             return Decision::Drop(DropReason::Undecodable);
         }
-        if follows(h.base_index, last.base_index) {
+        let next_group = self.starts_next_group(h, last);
+        if next_group || follows(h.base_index, last.base_index) {
             // The base layer is intact; at most enhancement frames are missing.
-            let continuous = follows(h.decode_index, last.decode_index);
+            let continuous = next_group || follows(h.decode_index, last.decode_index);
             return if continuous || self.waited(front, now) {
                 Decision::Output
             } else {
@@ -332,21 +362,35 @@ impl<T> ReorderBuffer<T> {
         let frame = self.take_front()?;
         let h = &frame.header;
         let jump = match self.last {
-            Some(last) if frame.is_key() && !follows(h.base_index, last.base_index) => Some(Jump {
-                skipped_us: h.dts.saturating_sub(last.end_dts).max(0) as u64,
-                skipped_base_frames: h
+            Some(last)
+                if frame.is_key()
+                    && !follows(h.base_index, last.base_index)
+                    && !self.starts_next_group(h, last) =>
+            {
+                let skipped_us = h.dts.saturating_sub(last.end_dts).max(0) as u64;
+                let by_index = h
                     .base_index
-                    .saturating_sub(last.base_index.saturating_add(1)),
-                skipped_groups: h
-                    .base_group
-                    .saturating_sub(last.base_group.saturating_add(1)),
-            }),
+                    .saturating_sub(last.base_index.saturating_add(1));
+                Some(Jump {
+                    skipped_us,
+                    // Indices numbered per group jump by more than the frames skipped:
+                    // no more frames than fit in the time skipped.
+                    skipped_base_frames: match h.duration {
+                        0 => by_index,
+                        d => by_index.min(skipped_us.div_ceil(d)),
+                    },
+                    skipped_groups: h
+                        .base_group
+                        .saturating_sub(last.base_group.saturating_add(1)),
+                })
+            }
             _ => None,
         };
         if frame.is_key() {
             self.need_key = false;
             let group = h.base_group;
             self.lost_groups = self.lost_groups.split_off(&group);
+            self.ended_groups = self.ended_groups.split_off(&group);
         }
         let base_index = match frame.layer {
             TrackRole::Base => h.base_index,
@@ -477,6 +521,66 @@ mod tests {
         }
         assert_eq!(r.reorder_events(), 0);
         assert!(r.is_empty());
+    }
+
+    /// A frame numbered within its group, as hang streams are (`group << 24 | object`).
+    fn per_group(group: u64, object: u64, at: u64) -> Frame<u64> {
+        let d = group << 24 | object;
+        let kind = if object == 0 {
+            FrameKind::Key
+        } else {
+            FrameKind::Reference
+        };
+        let mut f = frame(d, kind, TrackRole::Base, group, d, at);
+        let t = (group * 10 + object) as i64 * FRAME_US;
+        (f.header.dts, f.header.pts) = (t, t);
+        f
+    }
+
+    #[test]
+    fn the_next_group_after_one_that_ended_complete_continues_the_stream() {
+        let mut r = ReorderBuffer::new(TARGET, true);
+        for o in 0..10 {
+            push(&mut r, per_group(4, o, o * 40));
+        }
+        assert_eq!(drain(&mut r, 360).0.len(), 10);
+        // The next group's keyframe overtook the end of the group: it waits for it...
+        push(&mut r, per_group(5, 0, 400));
+        assert_eq!(drain(&mut r, 401).0, Vec::<u64>::new());
+        // ...and goes as soon as the end says nothing is missing, without a jump.
+        r.group_ended(4, 4 << 24 | 9);
+        let (out, dropped, jumps) = drain(&mut r, 402);
+        assert_eq!(out, [5 << 24]);
+        assert!(dropped.is_empty() && jumps.is_empty(), "{jumps:?}");
+    }
+
+    #[test]
+    fn without_the_end_of_its_group_the_next_keyframe_is_a_jump() {
+        let mut r = ReorderBuffer::new(TARGET, true);
+        for o in 0..5 {
+            push(&mut r, per_group(4, o, o * 40));
+        }
+        drain(&mut r, 160);
+        // Group 4 is cut short (its last five frames never come), and the end says so.
+        r.group_ended(4, 4 << 24 | 9);
+        push(&mut r, per_group(5, 0, 400));
+        assert_eq!(drain(&mut r, 401).0, Vec::<u64>::new());
+        let (out, _, jumps) = drain(&mut r, 500);
+        assert_eq!(out, [5 << 24]);
+        // Five frames' worth of time skipped; not 2^24 frames.
+        assert_eq!(jumps.len(), 1);
+        assert_eq!(jumps[0].skipped_base_frames, 5);
+        assert_eq!(jumps[0].skipped_groups, 0);
+    }
+
+    #[test]
+    fn ends_of_groups_far_ahead_are_bounded() {
+        let mut r = ReorderBuffer::<u64>::new(TARGET, true);
+        for group in 0..10_000 {
+            r.group_ended(group, group << 24);
+        }
+        assert!(r.ended_groups.len() <= MAX_ENDED_GROUPS);
+        assert!(r.ended_groups.contains_key(&0), "the nearest are kept");
     }
 
     #[test]

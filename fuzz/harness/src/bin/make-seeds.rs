@@ -821,13 +821,7 @@ fn catalog_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
             config: Some(catalog::hex_encode(&config)),
             ..TrackEntry::new(catalog::AUDIO_TRACK, TrackKind::Audio)
         });
-        let doc = Catalog {
-            version: Catalog::VERSION,
-            timescale: catalog::TIMESCALE,
-            delivery: mode.name().into(),
-            epoch: WALL_CLOCK_US / 1_000,
-            tracks,
-        };
+        let doc = Catalog::native(mode.name(), WALL_CLOCK_US / 1_000, tracks);
         Catalog::from_json(&doc.to_json()).map_err(|e| format!("catalog: {e}"))?;
         seeds.write(
             "catalog",

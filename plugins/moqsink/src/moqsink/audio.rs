@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h264::{FrameKind, SliceType};
+use moq_media::FrameHeader;
 use moq_media::audio::AudioMapper;
+use moq_media::catalog::MediaFormat;
 use moq_media::catalog::{self, TrackEntry, TrackKind};
 use moq_media::mapping::priority;
-use moq_media::{DeliveryMode, FrameHeader};
 use moq_session::{
     Broadcast, GroupOrder, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats,
 };
 
-use super::publisher::{AuTiming, Dropped, session_priority};
+use super::publisher::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
 
 /// Media an audio group spans: a few frames share a stream, so a lost packet delays
 /// only the frames of its group behind it, and the per-stream overhead is shared.
@@ -44,6 +45,7 @@ pub struct AudioPublished {
 
 #[derive(Debug)]
 pub struct AudioTrack {
+    format: MediaFormat,
     producer: TrackProducer,
     mapper: AudioMapper,
     params: Option<AudioParams>,
@@ -52,17 +54,11 @@ pub struct AudioTrack {
 }
 
 impl AudioTrack {
-    /// An audio track called `name`; group IDs and sequence numbers start at `epoch`.
-    pub fn new(
-        broadcast: &Broadcast,
-        name: &str,
-        mode: DeliveryMode,
-        delivery_timeout: Option<Duration>,
-        epoch: u64,
-    ) -> AudioTrack {
-        let max_age = match delivery_timeout {
+    /// An audio track called `name`; group IDs and sequence numbers start at the epoch.
+    pub fn new(broadcast: &Broadcast, name: &str, setup: TrackSetup) -> AudioTrack {
+        let max_age = match setup.delivery_timeout {
             Some(timeout) => Some(timeout),
-            None => mode.newest_group_first().then_some(AUDIO_MAX_AGE),
+            None => setup.mode.newest_group_first().then_some(AUDIO_MAX_AGE),
         };
         let producer = broadcast.create_track(
             name,
@@ -73,8 +69,9 @@ impl AudioTrack {
             },
         );
         AudioTrack {
+            format: setup.format,
             producer,
-            mapper: AudioMapper::new(AUDIO_GROUP.as_micros() as u64, epoch),
+            mapper: AudioMapper::new(AUDIO_GROUP.as_micros() as u64, setup.epoch),
             params: None,
             open_group: None,
             published: AudioPublished::default(),
@@ -100,8 +97,7 @@ impl AudioTrack {
             return Err(Dropped::Malformed("empty audio frame".into()));
         }
         let placement = self.mapper.place(timing.pts);
-        let mut header = Vec::with_capacity(32);
-        FrameHeader {
+        let header = FrameHeader {
             kind: FrameKind::Key,
             slice_type: SliceType::I,
             decode_index: placement.sequence,
@@ -111,8 +107,8 @@ impl AudioTrack {
             availability_us: timing.availability_us,
             base_group: placement.group,
             base_index: placement.sequence,
-        }
-        .encode(&mut header);
+        };
+        let prefix = frame_prefix(self.format, &header);
         if placement.starts_group {
             self.open_group = Some(self.producer.create_group(
                 placement.group,
@@ -122,7 +118,7 @@ impl AudioTrack {
         self.published.frames += 1;
         self.published.bytes += frame.len() as u64;
         if let Some(group) = &self.open_group {
-            group.write(Payload::from_parts(vec![Bytes::from(header), frame]));
+            group.write(Payload::from_parts(vec![prefix, frame]));
         }
         Ok(())
     }
@@ -166,7 +162,13 @@ mod tests {
     #[test]
     fn frames_wait_for_the_caps_then_carry_a_key_frame_header() {
         let broadcast = Broadcast::new(TrackNamespace(vec![b"live".to_vec()]));
-        let mut track = AudioTrack::new(&broadcast, "audio", DeliveryMode::SkipGops, None, 7);
+        let setup = TrackSetup {
+            format: MediaFormat::Native,
+            mode: moq_media::DeliveryMode::SkipGops,
+            delivery_timeout: None,
+            epoch: 7,
+        };
+        let mut track = AudioTrack::new(&broadcast, "audio", setup);
         assert_eq!(
             track.push(Bytes::from_static(b"x"), timing(0)),
             Err(Dropped::NotConfigured)

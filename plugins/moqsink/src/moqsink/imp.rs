@@ -23,7 +23,7 @@ use super::encoder::Encoder;
 use super::publisher::{AuTiming, Dropped, MediaTrack, Publisher, TrackId};
 use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
-use super::{CongestionControl, Delivery, MoqSinkPad, RateControl, RatePolicy};
+use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
 use crate::RUNTIME;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -65,6 +65,7 @@ struct Settings {
     tls_insecure: bool,
     /// Sent in SETUP's AUTHORIZATION TOKEN (with url).
     auth_token: Option<String>,
+    format: Format,
     delivery: Delivery,
     delivery_timeout_ms: u32,
     keyframe_on_subscribe: bool,
@@ -158,6 +159,7 @@ impl Default for Settings {
             tls_ca_file: None,
             tls_insecure: false,
             auth_token: None,
+            format: Format::default(),
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
             keyframe_on_subscribe: true,
@@ -657,7 +659,12 @@ impl MoqSink {
         let broadcast = Broadcast::new(namespace);
         let timeout = (settings.delivery_timeout_ms > 0)
             .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
-        let mut publisher = Publisher::new(&broadcast, settings.delivery.into(), timeout);
+        let mut publisher = Publisher::new(
+            &broadcast,
+            settings.format.into(),
+            settings.delivery.into(),
+            timeout,
+        );
         // The pads' tracks exist from the start, so early subscribers find them.
         for entry in lock(&self.pads).iter() {
             publisher
@@ -952,6 +959,11 @@ impl ObjectImpl for MoqSink {
                     .blurb("PEM private key for tls-cert-file")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("format", Format::default())
+                    .nick("Format")
+                    .blurb("Media format: native (ours, every delivery mode) or hang (moq-dev's, for moq-gst and the moq-dev players); moqsrc plays both")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder_with_default("delivery", Delivery::default())
                     .nick("Delivery")
                     .blurb("How frames map to QUIC streams and priorities; see the enum values")
@@ -1125,6 +1137,7 @@ impl ObjectImpl for MoqSink {
             "keyframe-on-subscribe" => {
                 settings.keyframe_on_subscribe = value.get().unwrap_or_default()
             }
+            "format" => settings.format = value.get().unwrap_or_default(),
             "delivery" => settings.delivery = value.get().unwrap_or_default(),
             "delivery-timeout" => settings.delivery_timeout_ms = value.get().unwrap_or_default(),
             "max-subscribers" => {
@@ -1170,6 +1183,7 @@ impl ObjectImpl for MoqSink {
             "namespace" => settings.namespace.to_value(),
             "tls-cert-file" => path(&settings.tls_cert_file).to_value(),
             "tls-key-file" => path(&settings.tls_key_file).to_value(),
+            "format" => settings.format.to_value(),
             "delivery" => settings.delivery.to_value(),
             "delivery-timeout" => settings.delivery_timeout_ms.to_value(),
             "stats" => self.stats().to_value(),

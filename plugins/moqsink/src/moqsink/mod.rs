@@ -57,6 +57,33 @@ pub enum Delivery {
     Combined = 3,
 }
 
+/// The media format of the broadcast (the `format` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSinkFormat")]
+pub enum Format {
+    #[default]
+    #[enum_value(
+        name = "Native: our catalog and frame header (decode order, frame kinds, availability time); every delivery mode",
+        nick = "native"
+    )]
+    Native = 0,
+    #[enum_value(
+        name = "Hang: moq-dev's catalog.json and timestamp-prefixed frames, playable by moq-gst and the moq-dev players; one track per video stream, so deprioritize-b acts as baseline and combined as skip-gops",
+        nick = "hang"
+    )]
+    Hang = 1,
+}
+
+impl From<Format> for moq_media::catalog::MediaFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Native => moq_media::catalog::MediaFormat::Native,
+            Format::Hang => moq_media::catalog::MediaFormat::Hang,
+        }
+    }
+}
+
 /// The QUIC congestion controller (the `congestion-control` property).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
 #[repr(u32)]

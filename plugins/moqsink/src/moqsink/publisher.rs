@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use moq_media::DeliveryMode;
-use moq_media::catalog::{self, Catalog, TrackEntry};
+use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry};
 use moq_media::mapping::priority::{self, Urgency};
+use moq_media::{DeliveryMode, FrameHeader, hang};
 use moq_session::{Broadcast, Priority, TrackDelivery, TrackProducer};
 
 use super::audio::{AudioParams, AudioTrack};
@@ -77,6 +77,18 @@ pub struct AuTiming {
     pub marked_key: bool,
 }
 
+/// What goes ahead of a frame in its object: our header, or hang's timestamp.
+pub fn frame_prefix(format: MediaFormat, header: &FrameHeader) -> Bytes {
+    match format {
+        MediaFormat::Native => {
+            let mut out = Vec::with_capacity(64);
+            header.encode(&mut out);
+            Bytes::from(out)
+        }
+        MediaFormat::Hang => Bytes::from(hang::legacy_prefix(header.pts)),
+    }
+}
+
 /// Why a frame was not published.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Dropped {
@@ -127,9 +139,21 @@ impl MediaTrack {
     }
 }
 
+/// What every track of the broadcast is made with.
+#[derive(Debug, Clone, Copy)]
+pub struct TrackSetup {
+    pub format: MediaFormat,
+    pub mode: DeliveryMode,
+    /// Data not handed to QUIC within it is dropped.
+    pub delivery_timeout: Option<Duration>,
+    /// The first group ID and decode index.
+    pub epoch: u64,
+}
+
 #[derive(Debug)]
 pub struct Publisher {
     broadcast: Broadcast,
+    format: MediaFormat,
     mode: DeliveryMode,
     delivery_timeout: Option<Duration>,
     /// Start of this run, ms since the UNIX epoch: the first group ID and decode index of
@@ -141,24 +165,35 @@ pub struct Publisher {
     published: Option<Vec<TrackEntry>>,
     /// When a track could first describe itself (µs since the UNIX epoch).
     first_ready_us: Option<u64>,
+    /// Wall clock (µs since the UNIX epoch) at media time 0, from the first frame: hang's
+    /// catalog clock, as its frames carry no availability time.
+    wall_at_zero_us: Option<u64>,
     tracks: BTreeMap<TrackId, MediaTrack>,
     /// Tracks that reached the end of their stream.
     ended: Vec<TrackId>,
 }
 
 impl Publisher {
-    /// `delivery_timeout`: data not handed to QUIC within it is dropped (all tracks).
+    /// `delivery_timeout`: data not handed to QUIC within it is dropped (all tracks). In
+    /// the hang format, `mode` falls back to its base-layer behaviour
+    /// ([`DeliveryMode::base_layer_only`]).
     pub fn new(
         broadcast: &Broadcast,
+        format: MediaFormat,
         mode: DeliveryMode,
         delivery_timeout: Option<Duration>,
     ) -> Publisher {
         let epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let catalog = broadcast.create_track(catalog::CATALOG_TRACK, TrackDelivery::default());
+        let (catalog_track, mode) = match format {
+            MediaFormat::Native => (catalog::CATALOG_TRACK, mode),
+            MediaFormat::Hang => (hang::CATALOG_TRACK, mode.base_layer_only()),
+        };
+        let catalog = broadcast.create_track(catalog_track, TrackDelivery::default());
         Publisher {
             broadcast: broadcast.clone(),
+            format,
             mode,
             delivery_timeout,
             epoch,
@@ -166,6 +201,7 @@ impl Publisher {
             next_catalog_group: epoch,
             published: None,
             first_ready_us: None,
+            wall_at_zero_us: None,
             tracks: BTreeMap::new(),
             ended: Vec::new(),
         }
@@ -175,6 +211,7 @@ impl Publisher {
     /// theirs).
     fn name_free(&self, name: &str) -> bool {
         name != catalog::CATALOG_TRACK
+            && name != hang::CATALOG_TRACK
             && !self
                 .tracks
                 .values()
@@ -195,19 +232,17 @@ impl Publisher {
         if let Some(taken) = names.iter().find(|n| !self.name_free(n)) {
             return Err(format!("track name {taken:?} is already used"));
         }
-        let (broadcast, mode, timeout, epoch) = (
-            &self.broadcast,
-            self.mode,
-            self.delivery_timeout,
-            self.epoch,
-        );
+        let setup = TrackSetup {
+            format: self.format,
+            mode: self.mode,
+            delivery_timeout: self.delivery_timeout,
+            epoch: self.epoch,
+        };
         let track = match kind {
-            MediaKind::Video => MediaTrack::Video(Box::new(VideoTrack::new(
-                broadcast, name, mode, timeout, epoch,
-            ))),
-            MediaKind::Audio => {
-                MediaTrack::Audio(AudioTrack::new(broadcast, name, mode, timeout, epoch))
+            MediaKind::Video => {
+                MediaTrack::Video(Box::new(VideoTrack::new(&self.broadcast, name, setup)))
             }
+            MediaKind::Audio => MediaTrack::Audio(AudioTrack::new(&self.broadcast, name, setup)),
         };
         self.tracks.insert(id, track);
         Ok(())
@@ -255,6 +290,11 @@ impl Publisher {
         let Some(MediaTrack::Video(track)) = self.tracks.get_mut(&id) else {
             return Err(Dropped::NotConfigured);
         };
+        self.wall_at_zero_us.get_or_insert(
+            timing
+                .availability_us
+                .saturating_sub(timing.pts.max(0) as u64),
+        );
         let result = track.push(au, timing);
         let keyframe = matches!(&result, Ok(placed) if placed.info.kind == h264::FrameKind::Key);
         if keyframe || self.published.is_none() {
@@ -273,6 +313,11 @@ impl Publisher {
         let Some(MediaTrack::Audio(track)) = self.tracks.get_mut(&id) else {
             return Err(Dropped::NotConfigured);
         };
+        self.wall_at_zero_us.get_or_insert(
+            timing
+                .availability_us
+                .saturating_sub(timing.pts.max(0) as u64),
+        );
         let result = track.push(frame, timing);
         if self.published.is_none() {
             self.refresh_catalog(timing.availability_us);
@@ -355,15 +400,17 @@ impl Publisher {
             return;
         }
         let doc = Catalog {
-            version: Catalog::VERSION,
-            timescale: catalog::TIMESCALE,
-            delivery: self.mode.name().into(),
-            epoch: self.epoch,
-            tracks: entries.clone(),
+            format: self.format,
+            wall_at_zero_us: self.wall_at_zero_us,
+            ..Catalog::native(self.mode.name(), self.epoch, entries.clone())
+        };
+        let json = match self.format {
+            MediaFormat::Native => doc.to_json(),
+            MediaFormat::Hang => hang::catalog_to_json(&doc),
         };
         self.catalog
             .create_group(self.next_catalog_group, session_priority(priority::CATALOG))
-            .write(Bytes::from(doc.to_json()));
+            .write(Bytes::from(json));
         self.next_catalog_group += 1;
         self.published = Some(entries);
     }
@@ -390,7 +437,12 @@ mod tests {
 
     fn publisher() -> (Broadcast, Publisher) {
         let broadcast = Broadcast::new(TrackNamespace(vec![b"live".to_vec()]));
-        let publisher = Publisher::new(&broadcast, DeliveryMode::Combined, None);
+        let publisher = Publisher::new(
+            &broadcast,
+            MediaFormat::Native,
+            DeliveryMode::Combined,
+            None,
+        );
         (broadcast, publisher)
     }
 

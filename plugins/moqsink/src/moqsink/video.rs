@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h264::{AuInfo, FrameKind, StreamFormat, StreamParser};
-use moq_media::catalog::{self, TrackEntry, TrackKind, TrackRole};
+use moq_media::catalog::{self, MediaFormat, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::priority;
 use moq_media::{DeliveryMode, FrameHeader, KeyframeRequests, Mapper};
 use moq_session::{
     Broadcast, GroupOrder, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats,
 };
 
-use super::publisher::{AuTiming, Dropped, session_priority};
+use super::publisher::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
 
 /// Without a delivery timeout, non-reference frames still expire after this long: past
 /// it they would reach a receiver after their display time.
@@ -50,6 +50,7 @@ pub struct StreamParams {
 
 #[derive(Debug)]
 pub struct VideoTrack {
+    format: MediaFormat,
     mode: DeliveryMode,
     base: TrackProducer,
     enhancement: Option<TrackProducer>,
@@ -74,16 +75,15 @@ pub struct Placed {
 }
 
 impl VideoTrack {
-    /// A video track called `name` (its enhancement layer `name-enh`). `delivery_timeout`:
-    /// data not handed to QUIC within it is dropped. Group IDs and decode indices start
-    /// at `epoch`.
-    pub fn new(
-        broadcast: &Broadcast,
-        name: &str,
-        mode: DeliveryMode,
-        delivery_timeout: Option<Duration>,
-        epoch: u64,
-    ) -> VideoTrack {
+    /// A video track called `name` (its enhancement layer `name-enh`). Group IDs and
+    /// decode indices start at the epoch.
+    pub fn new(broadcast: &Broadcast, name: &str, setup: TrackSetup) -> VideoTrack {
+        let TrackSetup {
+            format,
+            mode,
+            delivery_timeout,
+            epoch,
+        } = setup;
         let group_order = if mode.newest_group_first() {
             GroupOrder::Descending
         } else {
@@ -111,6 +111,7 @@ impl VideoTrack {
             )
         });
         VideoTrack {
+            format,
             mode,
             base,
             enhancement,
@@ -195,8 +196,7 @@ impl VideoTrack {
             self.keyframe_requests.keyframe(timing.availability_us);
         }
         let placement = self.mapper.place(info.kind).ok_or(Dropped::NoKeyframeYet)?;
-        let mut header = Vec::with_capacity(64);
-        FrameHeader {
+        let header = FrameHeader {
             kind: info.kind,
             slice_type: info.slice_type,
             decode_index: self.decode_index,
@@ -206,9 +206,8 @@ impl VideoTrack {
             availability_us: timing.availability_us,
             base_group: placement.base_group,
             base_index: placement.base_index,
-        }
-        .encode(&mut header);
-        let mut parts = vec![Bytes::from(header)];
+        };
+        let mut parts = vec![frame_prefix(self.format, &header)];
         // Objects always carry Annex B, and keyframes their own SPS/PPS, so any group is
         // a self-contained join point whatever the input format.
         if info.kind == FrameKind::Key

@@ -7,7 +7,7 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use h264::FrameKind;
 use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
-use moq_media::catalog::{Catalog, Codec, TrackEntry};
+use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
 use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
 use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
 use moq_session::MoqUrl;
@@ -804,11 +804,18 @@ impl MoqSrc {
             }
             Item::GroupEnd { epoch, .. } if epoch != stream.media_epoch => {}
             Item::GroupEnd {
-                group, complete, ..
+                group,
+                complete,
+                last,
+                ..
             } => {
-                if !complete && let Reorder::Video(r) = &mut stream.reorder {
-                    gst::debug!(CAT, imp = self, "{}: group {group} was reset", stream.name);
-                    r.group_lost(group);
+                if let Reorder::Video(r) = &mut stream.reorder {
+                    if !complete {
+                        gst::debug!(CAT, imp = self, "{}: group {group} was reset", stream.name);
+                        r.group_lost(group);
+                    } else if let Some(last) = last {
+                        r.group_ended(group, last);
+                    }
                 }
             }
             Item::Eos => stream.eos = true,
@@ -887,8 +894,13 @@ impl MoqSrc {
             buffer.set_dts(clock_ns(stamped.dts));
             buffer.set_pts(clock_ns(stamped.pts));
             buffer.set_duration(clock_us(h.duration));
-            // Counted from the publisher's first frame (its epoch).
-            let epoch = lock(&self.catalog).1.as_ref().map_or(0, |c| c.epoch);
+            // Counted from the publisher's first frame (its epoch); hang numbers frames
+            // by group and object.
+            let epoch = lock(&self.catalog)
+                .1
+                .as_ref()
+                .filter(|c| c.format == MediaFormat::Native)
+                .map_or(0, |c| c.epoch);
             buffer.set_offset(h.decode_index.saturating_sub(epoch));
             if stamped.discont || jump {
                 buffer.set_flags(gst::BufferFlags::DISCONT);
@@ -898,12 +910,15 @@ impl MoqSrc {
             }
             static UNIX: LazyLock<gst::Caps> =
                 LazyLock::new(|| gst::Caps::new_empty_simple("timestamp/x-unix"));
-            gst::ReferenceTimestampMeta::add(
-                buffer,
-                &UNIX,
-                clock_us(h.availability_us),
-                gst::ClockTime::NONE,
-            );
+            // 0: unknown (a format without a clock).
+            if h.availability_us > 0 {
+                gst::ReferenceTimestampMeta::add(
+                    buffer,
+                    &UNIX,
+                    clock_us(h.availability_us),
+                    gst::ClockTime::NONE,
+                );
+            }
         }
         buffer
     }

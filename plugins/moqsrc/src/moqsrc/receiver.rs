@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use moq_media::catalog::{self, Catalog, TrackRole};
+use moq_media::catalog::{self, Catalog, MediaFormat, TrackRole};
+use moq_media::hang::{self, HangReader};
 use moq_media::header::FrameHeader;
 use moq_session::tls::Trust;
 use moq_session::{
@@ -119,10 +120,13 @@ pub enum Item {
     },
     Frame(Received),
     /// A video base-layer group's stream ended; `complete` is false when it was reset.
+    /// `last`: the decode index of its last frame, for formats that number frames
+    /// within their group (the next group's keyframe follows it).
     GroupEnd {
         epoch: u64,
         group: u64,
         complete: bool,
+        last: Option<u64>,
     },
     /// The publisher ended the track.
     Eos,
@@ -396,22 +400,30 @@ async fn receive_session(
     let path = namespace.to_path();
     let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.server.url);
 
-    // The catalog's latest group is retained by the publisher: start from the beginning.
-    let mut catalog_sub = session
-        .subscribe(
-            namespace.clone(),
-            catalog::CATALOG_TRACK,
-            SubscribeOptions {
+    // Ours or hang's, whichever the broadcast has. The catalog's latest group is retained
+    // by the publisher: start from the beginning.
+    let catalog_subscription = |track: &'static str| {
+        let (session, namespace) = (session.clone(), namespace.clone());
+        async move {
+            let options = SubscribeOptions {
                 priority: 0,
                 filter: FilterType::AbsoluteStart(Location {
                     group: 0,
                     object: 0,
                 }),
                 ..SubscribeOptions::default()
-            },
-        )
-        .await
-        .map_err(|e| fail(&format!("the catalog of namespace {path:?}"), e))?;
+            };
+            session.subscribe(namespace, track, options).await
+        }
+    };
+    let (native, hang) = tokio::join!(
+        catalog_subscription(CATALOG_TRACKS[0]),
+        catalog_subscription(CATALOG_TRACKS[1])
+    );
+    let mut catalog_subs = match (native, hang) {
+        (Err(e), Err(_)) => return Err(fail(&format!("the catalog of namespace {path:?}"), e)),
+        (native, hang) => [native.ok(), hang.ok()],
+    };
     // The tracks the catalog will most likely list are subscribed before it arrives, so
     // the group that starts along with it is not missed; the catalog decides which stay.
     let mut early: Vec<EarlySubscription> = [
@@ -432,12 +444,15 @@ async fn receive_session(
     })
     .collect();
     let deadline = progress.last_media() + config.timeout;
-    let catalog = first_catalog(&mut catalog_sub, deadline)
+    let (catalog, at) = first_catalog(&mut catalog_subs, deadline)
         .await
         .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
-    let mut catalog_updates = Some(catalog_sub);
-    let mut current = catalog;
-    if !offer_tracks(config, events, progress, &current).await? {
+    let mut feed = CatalogFeed {
+        updates: catalog_subs[at].take(),
+        track: CATALOG_TRACKS[at],
+        current: catalog,
+    };
+    if !offer_tracks(config, events, progress, &feed.current).await? {
         return Ok(());
     }
     if progress.sessions > 0 {
@@ -458,7 +473,7 @@ async fn receive_session(
             // Resumed at the live edge: the old timeline means nothing.
             progress.reset().await;
         }
-        let selection = select::select(&current, &config.prefs)
+        let selection = select::select(&feed.current, &config.prefs)
             .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
         progress.epoch += 1;
         let mut round = JoinSet::new();
@@ -468,7 +483,15 @@ async fn receive_session(
                 .position(|e| e.name == track.name)
                 .map(|at| early.swap_remove(at).task);
             start_track(
-                config, events, session, progress, controls, &mut round, track, early,
+                config,
+                events,
+                session,
+                progress,
+                controls,
+                &mut round,
+                &feed.current,
+                track,
+                early,
             )
             .await?;
         }
@@ -488,14 +511,7 @@ async fn receive_session(
             *had_media = true;
         }
         let ended = play(
-            config,
-            events,
-            controls,
-            progress,
-            session,
-            &mut round,
-            &mut current,
-            &mut catalog_updates,
+            config, events, controls, progress, session, &mut round, &mut feed,
         )
         .await?;
         round.abort_all();
@@ -559,6 +575,14 @@ async fn offer_tracks(
 }
 
 /// A subscription made before the catalog arrived.
+/// The broadcast's catalog and where its updates come from.
+struct CatalogFeed {
+    current: Catalog,
+    /// Which of [`CATALOG_TRACKS`] it is.
+    track: &'static str,
+    updates: Option<Subscription>,
+}
+
 struct EarlySubscription {
     name: String,
     task: tokio::task::JoinHandle<Result<Subscription, String>>,
@@ -581,6 +605,7 @@ async fn start_track(
     progress: &Progress,
     controls: &watch::Receiver<Control>,
     round: &mut JoinSet<TrackEnd>,
+    catalog: &Catalog,
     track: Selected,
     early: Option<tokio::task::JoinHandle<Result<Subscription, String>>>,
 ) -> Result<(), String> {
@@ -616,6 +641,10 @@ async fn start_track(
         last_media: progress.last_media.clone(),
         origin: progress.origin,
         lost: session.clone(),
+        hang: (catalog.format == MediaFormat::Hang)
+            .then(|| catalog.track(&track.name))
+            .flatten()
+            .map(|entry| HangReader::new(catalog, entry)),
     };
     round.spawn(forwarder.run(main, enhancement));
     Ok(())
@@ -654,8 +683,7 @@ async fn play(
     progress: &mut Progress,
     session: &Session,
     round: &mut JoinSet<TrackEnd>,
-    catalog: &mut Catalog,
-    catalog_updates: &mut Option<Subscription>,
+    feed: &mut CatalogFeed,
 ) -> Result<bool, String> {
     let (last_media, origin, started) =
         (progress.last_media.clone(), progress.origin, Instant::now());
@@ -675,17 +703,17 @@ async fn play(
                 Some(Ok(TrackEnd::Closed)) | Some(Err(_)) => return Ok(true),
                 Some(Ok(TrackEnd::Lost(reason))) => return Err(reason),
             },
-            event = next_or_pending(catalog_updates) => match event {
-                Some(TrackEvent::Object(object)) => match Catalog::from_json(&object.payload) {
+            event = next_or_pending(&mut feed.updates) => match event {
+                Some(TrackEvent::Object(object)) => match Catalog::from_track(feed.track, &object.payload) {
                     Ok(update) => {
-                        if update.epoch != catalog.epoch {
+                        if update.epoch != feed.current.epoch {
                             // The publisher restarted behind a relay: its indices and
                             // timestamps start afresh.
                             progress.reset().await;
                         }
                         let known: Vec<String> =
                             progress.outputs.iter().map(|(t, _)| t.name.clone()).collect();
-                        *catalog = update.clone();
+                        feed.current = update.clone();
                         if !offer_tracks(config, events, progress, &update).await? {
                             return Ok(true);
                         }
@@ -696,7 +724,7 @@ async fn play(
                             .into_iter()
                             .filter(|t| !known.contains(&t.name));
                         for track in added {
-                            start_track(config, events, session, progress, controls, round, track, None)
+                            start_track(config, events, session, progress, controls, round, &update, track, None)
                                 .await?;
                         }
                     }
@@ -704,7 +732,7 @@ async fn play(
                         let _ = events.send(Event::Malformed(format!("catalog update: {e}"))).await;
                     }
                 },
-                Some(TrackEvent::Ended { .. }) | None => *catalog_updates = None,
+                Some(TrackEvent::Ended { .. }) | None => feed.updates = None,
                 Some(TrackEvent::GroupEnd { .. }) => {}
             },
             changed = controls.changed() => {
@@ -752,6 +780,8 @@ struct Forwarder {
     last_media: Arc<AtomicU64>,
     origin: Instant,
     lost: Session,
+    /// Reads hang frames; `None` for our own.
+    hang: Option<HangReader>,
 }
 
 impl Forwarder {
@@ -870,31 +900,49 @@ impl Forwarder {
 
     /// The item for a media track event, if any. A payload that is not a frame is
     /// logged and skipped.
-    fn item(&self, event: TrackEvent, layer: TrackRole) -> Option<Item> {
+    fn item(&mut self, event: TrackEvent, layer: TrackRole) -> Option<Item> {
         match event {
-            TrackEvent::Object(object) => match FrameHeader::decode(&object.payload) {
-                Ok((header, au)) => Some(Item::Frame(Received {
-                    epoch: self.epoch,
-                    header,
-                    layer,
-                    au: object.payload.slice_ref(au),
-                    received: object.received,
-                    _object: object,
-                })),
-                Err(e) => {
-                    // Never waits: when the element is behind, one report is as good as many.
-                    let what = format!("group {} object {}: {e}", object.group, object.id);
-                    let _ = self.events.try_send(Event::Malformed(what));
-                    None
+            TrackEvent::Object(object) => {
+                let read = match &mut self.hang {
+                    None => FrameHeader::decode(&object.payload)
+                        .map(|(header, au)| Some((header, object.payload.len() - au.len())))
+                        .map_err(|e| e.to_string()),
+                    Some(reader) => reader
+                        .frame(object.group, object.id, &object.payload)
+                        .map(|frame| frame.map(|f| (f.header, f.offset)))
+                        .map_err(|e| e.to_string()),
+                };
+                match read {
+                    Ok(Some((header, offset))) => Some(Item::Frame(Received {
+                        epoch: self.epoch,
+                        header,
+                        layer,
+                        au: object.payload.slice(offset..),
+                        received: object.received,
+                        _object: object,
+                    })),
+                    // A marker (hang), not a frame.
+                    Ok(None) => None,
+                    Err(e) => {
+                        // Never waits: when the element is behind, one report is as good as many.
+                        let what = format!("group {} object {}: {e}", object.group, object.id);
+                        let _ = self.events.try_send(Event::Malformed(what));
+                        None
+                    }
                 }
-            },
+            }
             TrackEvent::GroupEnd { group, complete }
                 if layer == TrackRole::Base && self.kind == MediaKind::Video =>
             {
+                let last = match &mut self.hang {
+                    Some(reader) => reader.group_ended(group),
+                    None => None,
+                };
                 Some(Item::GroupEnd {
                     epoch: self.epoch,
                     group,
                     complete,
+                    last: last.filter(|_| complete),
                 })
             }
             TrackEvent::GroupEnd { .. } | TrackEvent::Ended { .. } => None,
@@ -909,24 +957,50 @@ async fn next_or_pending(sub: &mut Option<Subscription>) -> Option<TrackEvent> {
     }
 }
 
-async fn first_catalog(sub: &mut Subscription, deadline: Instant) -> Result<Catalog, String> {
+/// The tracks a catalog may come on: ours, then hang's.
+const CATALOG_TRACKS: [&str; 2] = [catalog::CATALOG_TRACK, hang::CATALOG_TRACK];
+
+/// The first catalog either subscription of [`CATALOG_TRACKS`] delivers that parses, and
+/// which one it came on. A track whose document does not parse (e.g. a broadcast's
+/// `catalog` in another schema) is given up for the other.
+async fn first_catalog(
+    subs: &mut [Option<Subscription>; 2],
+    deadline: Instant,
+) -> Result<(Catalog, usize), String> {
+    let mut problems: Vec<String> = Vec::new();
     let wait = async {
         loop {
-            match sub.next().await {
-                Some(TrackEvent::Object(object)) => {
-                    return Catalog::from_json(&object.payload)
-                        .map_err(|e| format!("invalid catalog: {e}"));
-                }
-                Some(TrackEvent::Ended { .. }) | None => {
-                    return Err("the catalog track ended before a catalog arrived".to_owned());
-                }
-                Some(_) => {}
+            let [native, hang] = &mut *subs;
+            if native.is_none() && hang.is_none() {
+                return Err(());
             }
+            let (at, event) = tokio::select! {
+                event = next_or_pending(native) => (0, event),
+                event = next_or_pending(hang) => (1, event),
+            };
+            match event {
+                Some(TrackEvent::Object(object)) => {
+                    match Catalog::from_track(CATALOG_TRACKS[at], &object.payload) {
+                        Ok(catalog) => return Ok((catalog, at)),
+                        Err(e) => problems.push(format!("invalid {}: {e}", CATALOG_TRACKS[at])),
+                    }
+                }
+                Some(TrackEvent::Ended { .. }) | None => problems.push(format!(
+                    "the {} track ended before a catalog arrived",
+                    CATALOG_TRACKS[at]
+                )),
+                Some(TrackEvent::GroupEnd { .. }) => continue,
+            }
+            subs[at] = None;
         }
     };
-    tokio::time::timeout_at(deadline.into(), wait)
-        .await
-        .map_err(|_| "no catalog arrived".to_owned())?
+    let outcome = tokio::time::timeout_at(deadline.into(), wait).await;
+    match outcome {
+        Ok(Ok(found)) => Ok(found),
+        Ok(Err(())) => Err(problems.join("; ")),
+        Err(_) if problems.is_empty() => Err("no catalog arrived".to_owned()),
+        Err(_) => Err(format!("no catalog arrived ({})", problems.join("; "))),
+    }
 }
 
 #[cfg(test)]

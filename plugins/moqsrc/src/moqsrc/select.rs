@@ -1,6 +1,6 @@
 //! Which of a catalog's tracks to play. Free of GStreamer.
 
-use moq_media::catalog::{Catalog, Codec, TrackEntry, TrackKind};
+use moq_media::catalog::{Catalog, Codec, Container, TrackEntry, TrackKind};
 
 /// The two kinds of output pads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,10 @@ pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, String
     let mut selection = Selection::default();
     for t in &catalog.tracks {
         if matches!(t.kind, TrackKind::Video | TrackKind::Audio) && t.known_codec().is_none() {
-            let codec = t.codec.clone().unwrap_or_default();
+            let mut codec = t.codec.clone().unwrap_or_default();
+            if let Container::Unsupported(container) = &t.container {
+                codec = format!("{codec} in container {container}");
+            }
             selection.unplayable.push((t.name.clone(), codec));
         }
     }
@@ -159,13 +162,7 @@ mod tests {
     }
 
     fn catalog(tracks: Vec<TrackEntry>) -> Catalog {
-        Catalog {
-            version: Catalog::VERSION,
-            timescale: TIMESCALE,
-            delivery: "skip-gops".into(),
-            epoch: 1,
-            tracks,
-        }
+        Catalog::native("skip-gops", 1, tracks)
     }
 
     fn names(s: &Selection) -> Vec<&str> {

@@ -70,9 +70,12 @@ impl ReceiverStats {
         self.frames_received[k] += 1;
         self.bytes_received[k] += bytes as u64;
         self.reorder_events += u64::from(out_of_order);
-        let sent = header.availability_us as i64;
-        self.jitter.push(sent, arrival_us);
-        self.ts_df.push(sent, arrival_us);
+        // 0: the sender's format says nothing of when the frame was made.
+        if header.availability_us > 0 {
+            let sent = header.availability_us as i64;
+            self.jitter.push(sent, arrival_us);
+            self.ts_df.push(sent, arrival_us);
+        }
     }
 
     pub fn dropped(&mut self, reason: DropReason) {
@@ -97,8 +100,10 @@ impl ReceiverStats {
     pub fn output(&mut self, header: &FrameHeader, now_us: i64, rebuffered: bool) {
         self.frames_output += 1;
         self.rebuffers += u64::from(rebuffered);
-        self.latency
-            .push(now_us, now_us - header.availability_us as i64);
+        if header.availability_us > 0 {
+            self.latency
+                .push(now_us, now_us - header.availability_us as i64);
+        }
     }
 
     /// Latency quantile over the last second, ms.
@@ -137,8 +142,8 @@ mod tests {
     #[test]
     fn counts_by_kind_reason_and_jump() {
         let mut s = ReceiverStats::default();
-        s.arrived(&header(FrameKind::Key, 0), 1000, 50_000, false);
-        s.arrived(&header(FrameKind::NonReference, 40_000), 100, 95_000, true);
+        s.arrived(&header(FrameKind::Key, 1_000), 1000, 51_000, false);
+        s.arrived(&header(FrameKind::NonReference, 41_000), 100, 96_000, true);
         assert_eq!(s.frames_received, [1, 0, 1]);
         assert_eq!(s.bytes_received, [1000, 0, 100]);
         assert_eq!(s.reorder_events, 1);
@@ -158,10 +163,15 @@ mod tests {
             skipped_groups: 2,
         });
         assert_eq!((s.jumps, s.groups_skipped, s.skipped_ms), (1, 2, 1250));
-        s.output(&header(FrameKind::Key, 0), 120_000, false);
-        s.output(&header(FrameKind::Reference, 0), 130_000, true);
+        s.output(&header(FrameKind::Key, 1_000), 121_000, false);
+        s.output(&header(FrameKind::Reference, 1_000), 131_000, true);
         assert_eq!((s.frames_output, s.rebuffers), (2, 1));
         assert_eq!(s.latency_ms(0.5), Some(120.0));
         assert_eq!(s.latency_ms(0.95), Some(130.0));
+        // A frame whose format carries no availability time (0) has no latency.
+        s.output(&header(FrameKind::Reference, 0), 140_000, false);
+        s.arrived(&header(FrameKind::Reference, 0), 100, 140_000, false);
+        assert_eq!(s.latency_ms(0.95), Some(130.0));
+        assert!((s.jitter_ms() - 5.0 / 16.0).abs() < 1e-9);
     }
 }

@@ -20,6 +20,7 @@ mod endpoint;
 mod error;
 pub mod estimate;
 mod feed;
+mod fetch;
 mod publish;
 mod rate;
 mod relay;

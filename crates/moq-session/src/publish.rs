@@ -94,9 +94,10 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             format!("no track {name:?}"),
         );
     };
+    let largest = track.largest();
     {
         let mut state = lock(&inner.state);
-        if state.served.values().any(|t| *t == msg.track_name) {
+        if state.serves(&msg.track_name) {
             drop(state);
             // One copy of a track per session: more would only multiply the traffic.
             return refuse(
@@ -104,9 +105,10 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
                 format!("track {name:?} is already subscribed in this session"),
             );
         }
-        state.served.insert(msg.request_id, msg.track_name.clone());
+        // A joining FETCH may name it (the draft allows that with this filter only).
+        let joinable = (msg.filter == FilterType::LargestObject).then(|| (track.clone(), largest));
+        state.start_serving(msg.request_id, msg.track_name.clone(), joinable);
     }
-    let largest = track.largest();
     let (start, end_group) = match msg.filter {
         FilterType::NextGroupStart => (
             Location {
@@ -129,7 +131,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         FilterType::AbsoluteStart(start) => (start, None),
         FilterType::AbsoluteRange { start, end_group } => {
             if end_group < start.group {
-                lock(&inner.state).served.remove(&msg.request_id);
+                lock(&inner.state).stop_serving(msg.request_id);
                 return refuse(
                     wire::subscribe_error::INVALID_RANGE,
                     "end group before start".into(),
@@ -166,7 +168,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
 /// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
 pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
     // Only a subscription being served can be ended, once.
-    if lock(&inner.state).served.remove(&request_id).is_none() {
+    if !lock(&inner.state).stop_serving(request_id) {
         return;
     }
     if let Some(publisher) = inner.publisher.get() {
@@ -275,7 +277,7 @@ async fn run(
                     stream_count,
                 } => {
                     served.remove(&request_id);
-                    lock(&inner.state).served.remove(&request_id);
+                    lock(&inner.state).stop_serving(request_id);
                     inner.send(ControlMessage::PublishDone(wire::PublishDone {
                         request_id,
                         status,

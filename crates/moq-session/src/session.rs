@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use moq_wire::draft14::{
-    self as wire, ClientSetup, ControlMessage, MaxRequestId, Parameters, ServerSetup,
+    self as wire, ClientSetup, ControlMessage, Location, MaxRequestId, Parameters, ServerSetup,
     session_error, setup_param,
 };
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
@@ -15,10 +15,11 @@ use crate::congestion::{CongestionControl, SharedEstimator, estimator_of};
 use crate::control::{self, ControlReader};
 use crate::error::{RequestError, SessionError};
 use crate::estimate::PathEstimate;
+use crate::fetch;
 use crate::publish::{self, Publisher};
 use crate::scheduler::PublishLimits;
 use crate::subscribe::{self, Outgoing};
-use crate::track::{Broadcast, lock};
+use crate::track::{Broadcast, TrackShared, lock};
 
 /// Requests the peer may have open at once (e.g. subscriptions being served): MAX_REQUEST_ID
 /// grows only as earlier requests complete, so a peer cannot pile up state.
@@ -97,11 +98,40 @@ pub(crate) struct State {
     /// Requests of the peer completed, each freeing room for one more.
     completed_requests: u64,
     /// Subscriptions of the peer being served: request ID → track name.
-    pub served: HashMap<u64, Vec<u8>>,
+    served: HashMap<u64, Vec<u8>>,
+    /// Served subscriptions a joining FETCH may name (filter Largest Object): their track
+    /// and the largest location their SUBSCRIBE_OK announced.
+    joinable: HashMap<u64, (Arc<TrackShared>, Option<Location>)>,
+    /// FETCHes being answered: request ID → what cancels the answer.
+    pub fetches: HashMap<u64, oneshot::Sender<()>>,
     next_alias: u64,
 }
 
 impl State {
+    /// Whether the peer subscribes to `track_name` in this session already.
+    pub fn serves(&self, track_name: &[u8]) -> bool {
+        self.served.values().any(|t| t == track_name)
+    }
+
+    /// Starts serving subscription `request_id`; `joinable` when a joining FETCH may name it.
+    pub fn start_serving(
+        &mut self,
+        request_id: u64,
+        track_name: Vec<u8>,
+        joinable: Option<(Arc<TrackShared>, Option<Location>)>,
+    ) {
+        self.served.insert(request_id, track_name);
+        if let Some(joinable) = joinable {
+            self.joinable.insert(request_id, joinable);
+        }
+    }
+
+    /// Stops serving subscription `request_id`; whether it was served.
+    pub fn stop_serving(&mut self, request_id: u64) -> bool {
+        self.joinable.remove(&request_id);
+        self.served.remove(&request_id).is_some()
+    }
+
     /// Whether we ever issued this request ID (replies to forgotten requests are harmless).
     pub fn was_requested(&self, id: u64) -> bool {
         id < self.next_request_id
@@ -392,6 +422,8 @@ impl Session {
                 granted_request_id: 2 * REQUEST_WINDOW,
                 completed_requests: 0,
                 served: HashMap::new(),
+                joinable: HashMap::new(),
+                fetches: HashMap::new(),
                 next_alias: 0,
             }),
             control: control_tx,
@@ -580,14 +612,21 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         M::Unsubscribe(m) => publish::unsubscribe(inner, m.request_id),
         M::Fetch(m) => {
             inner.accept_request_id(m.request_id)?;
-            inner.send(M::FetchError(wire::FetchError {
-                request_id: m.request_id,
-                code: wire::fetch_error::NOT_SUPPORTED,
-                reason: "FETCH is not supported; SUBSCRIBE instead".into(),
-            }));
-            inner.request_completed();
+            let joined = match &m.fetch_type {
+                wire::FetchType::RelativeJoining(j) | wire::FetchType::AbsoluteJoining(j) => {
+                    lock(&inner.state)
+                        .joinable
+                        .get(&j.joining_request_id)
+                        .cloned()
+                }
+                wire::FetchType::Standalone { .. } => None,
+            };
+            fetch::fetch(inner, m, joined);
         }
-        M::FetchCancel(_) => {}
+        M::FetchCancel(m) => {
+            // Dropping the sender stops the answer; its task completes the request.
+            lock(&inner.state).fetches.remove(&m.request_id);
+        }
         M::TrackStatus(m) => {
             inner.accept_request_id(m.request_id)?;
             inner.send(M::TrackStatusError(wire::TrackStatusError {

@@ -292,6 +292,12 @@ impl TrackShared {
         state.groups_created - kept
     }
 
+    /// The groups the track holds (oldest first), and whether it ended.
+    pub(crate) fn held_groups(&self) -> (Vec<Arc<Group>>, bool) {
+        let state = lock(&self.state);
+        (state.groups.iter().cloned().collect(), state.ended)
+    }
+
     /// Location of the newest object, if anything was published.
     pub(crate) fn largest(&self) -> Option<Location> {
         let state = lock(&self.state);

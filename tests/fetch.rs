@@ -1,0 +1,216 @@
+//! FETCH served by moqsink from the groups it holds: the joining FETCH a relay sends with a
+//! live subscription, and the refusals for what it cannot serve.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use h264::FrameKind;
+use moq_media::FrameHeader;
+use moq_soak::peer::RawPeer;
+use moq_wire::draft14::{
+    ControlMessage, DataStreamHeader, Fetch, FetchObjectHeader, FetchType, GroupOrder,
+    JoiningFetch, Location, ObjectStatus, Parameters, TrackNamespace, fetch_error,
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+fn live() -> TrackNamespace {
+    TrackNamespace(vec![b"live".to_vec()])
+}
+
+/// The next control message that is not MAX_REQUEST_ID, within 10 s.
+async fn reply(peer: &mut RawPeer) -> ControlMessage {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), peer.read()).await {
+            Ok(Ok(ControlMessage::MaxRequestId(_))) => continue,
+            Ok(Ok(msg)) => return msg,
+            Ok(Err(e)) => panic!("control stream: {e}"),
+            Err(_) => panic!("no reply in 10 s"),
+        }
+    }
+}
+
+fn fetch(request_id: u64, fetch_type: FetchType) -> ControlMessage {
+    ControlMessage::Fetch(Fetch {
+        request_id,
+        subscriber_priority: 128,
+        group_order: GroupOrder::Ascending,
+        fetch_type,
+        params: Parameters::default(),
+    })
+}
+
+/// Reads the fetch stream answering `request_id`: (object header, payload) in order.
+async fn fetched_objects(peer: &RawPeer, request_id: u64) -> Vec<(FetchObjectHeader, Vec<u8>)> {
+    loop {
+        let mut stream = tokio::time::timeout(Duration::from_secs(10), peer.accept_stream())
+            .await
+            .expect("a stream within 10 s")
+            .expect("accepts");
+        let bytes = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(16 << 20))
+            .await
+            .expect("read within 10 s");
+        // Subgroup streams of the subscription stay open: only the fetch stream ends.
+        let Ok(bytes) = bytes else { continue };
+        let Ok((DataStreamHeader::Fetch(header), used)) = DataStreamHeader::decode(&bytes) else {
+            continue;
+        };
+        assert_eq!(header.request_id, request_id);
+        let mut rest = &bytes[used..];
+        let mut objects = Vec::new();
+        while !rest.is_empty() {
+            let (object, used) = FetchObjectHeader::decode(rest).expect("a fetch object");
+            let end = used + object.payload_len as usize;
+            objects.push((object, rest[used..end].to_vec()));
+            rest = &rest[end..];
+        }
+        return objects;
+    }
+}
+
+#[test]
+fn a_joining_fetch_gets_the_head_of_the_current_group() {
+    let sender = Sender::start("");
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
+    receiver.wait_frames(30, WAIT).expect("plays");
+    runtime().block_on(async {
+        let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
+        peer.setup("/live", 64).await.expect("SETUP");
+        peer.subscribe(0, &live(), "video")
+            .await
+            .expect("SUBSCRIBE");
+        let ControlMessage::SubscribeOk(ok) = reply(&mut peer).await else {
+            panic!("expected SUBSCRIBE_OK");
+        };
+        let largest = ok.largest.expect("the video track has content");
+        let joining = JoiningFetch {
+            joining_request_id: 0,
+            joining_start: 0,
+        };
+        peer.send(&fetch(2, FetchType::RelativeJoining(joining)))
+            .await
+            .expect("FETCH");
+        let ControlMessage::FetchOk(fetch_ok) = reply(&mut peer).await else {
+            panic!("expected FETCH_OK");
+        };
+        assert_eq!(
+            fetch_ok.end_location,
+            Location {
+                group: largest.group,
+                object: largest.object + 1
+            }
+        );
+        let objects = fetched_objects(&peer, 2).await;
+        eprintln!(
+            "joining FETCH at {largest:?}: {} objects of group {}",
+            objects.len(),
+            largest.group
+        );
+        assert_eq!(objects.len() as u64, largest.object + 1);
+        for (i, (header, payload)) in objects.iter().enumerate() {
+            assert_eq!(
+                (header.group_id, header.object_id),
+                (largest.group, i as u64)
+            );
+            assert_eq!(header.status, ObjectStatus::Normal);
+            let (frame, au) = FrameHeader::decode(payload).expect("a frame of ours");
+            assert!(!au.is_empty());
+            if i == 0 {
+                assert_eq!(frame.kind, FrameKind::Key, "a group starts at a keyframe");
+            }
+        }
+    });
+}
+
+#[test]
+fn fetches_it_cannot_serve_are_refused_with_the_drafts_codes() {
+    let sender = Sender::start("");
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
+    receiver.wait_frames(30, WAIT).expect("plays");
+    runtime().block_on(async {
+        let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
+        peer.setup("/live", 64).await.expect("SETUP");
+        peer.subscribe(0, &live(), "video")
+            .await
+            .expect("SUBSCRIBE");
+        let ControlMessage::SubscribeOk(ok) = reply(&mut peer).await else {
+            panic!("expected SUBSCRIBE_OK");
+        };
+        let largest = ok.largest.expect("the video track has content");
+        // Group IDs come from the stream's timestamps: groups 0 and 1 never existed.
+        assert!(largest.group > 1, "{largest:?}");
+        let cases = [
+            (
+                "a track that does not exist",
+                FetchType::Standalone {
+                    namespace: live(),
+                    track_name: b"nope".to_vec(),
+                    start: Location::default(),
+                    end: Location::default(),
+                },
+                fetch_error::TRACK_DOES_NOT_EXIST,
+            ),
+            (
+                "a joining FETCH naming no subscription",
+                FetchType::RelativeJoining(JoiningFetch {
+                    joining_request_id: 40,
+                    joining_start: 0,
+                }),
+                fetch_error::INVALID_JOINING_REQUEST_ID,
+            ),
+            (
+                "groups not held",
+                FetchType::Standalone {
+                    namespace: live(),
+                    track_name: b"video".to_vec(),
+                    start: Location::default(),
+                    end: Location {
+                        group: 1,
+                        object: 0,
+                    },
+                },
+                fetch_error::NO_OBJECTS,
+            ),
+            (
+                "a range after the newest object",
+                FetchType::Standalone {
+                    namespace: live(),
+                    track_name: b"video".to_vec(),
+                    start: Location {
+                        group: largest.group + 1000,
+                        object: 0,
+                    },
+                    end: Location {
+                        group: largest.group + 1000,
+                        object: 0,
+                    },
+                },
+                fetch_error::INVALID_RANGE,
+            ),
+        ];
+        for (i, (what, fetch_type, code)) in cases.into_iter().enumerate() {
+            let request_id = 2 + 2 * i as u64;
+            peer.send(&fetch(request_id, fetch_type))
+                .await
+                .expect("FETCH");
+            match reply(&mut peer).await {
+                ControlMessage::FetchError(e) => {
+                    eprintln!("{what}: FETCH_ERROR {:#x} {:?}", e.code, e.reason);
+                    assert_eq!(e.code, code, "{what}");
+                }
+                other => panic!("{what}: {}", other.name()),
+            }
+        }
+    });
+    // The viewer was not disturbed.
+    let now = receiver.frames().len();
+    receiver.wait_frames(now + 24, WAIT).expect("keeps playing");
+}

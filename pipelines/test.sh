@@ -8,7 +8,9 @@ cargo build --workspace --all-targets --locked
 # The relay interop tests run against a real moq-relay (and moq-cli for its tokens).
 MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"
 MOQ_CLI="$(dirname "$MOQ_RELAY")/moq"
-export MOQ_RELAY MOQ_CLI
+# moq-dev's GStreamer plugin, for the interop tests in both directions (built once).
+MOQ_GST_DIR="$(bash pipelines/install-moq-gst.sh)"
+export MOQ_RELAY MOQ_CLI MOQ_GST_DIR
 cargo test --workspace --locked -- --test-threads=2
 # The embedding examples, briefly: Rust (plugins linked in) and Python (plugins loaded).
 cargo run --locked --quiet --example embed -- 3 | tail -n 1

@@ -5,8 +5,9 @@
 //! exercise it with plain byte strings.
 //!
 //! Version-independent pieces live at the top level ([`varint`], [`DecodeError`],
-//! [`EncodeError`]); everything that a draft may change lives in a module per draft, so a later
-//! draft can be added beside [`draft14`] and chosen at run time (by ALPN).
+//! [`EncodeError`]); everything that a draft may change lives in a module per draft, chosen at
+//! run time (by ALPN). [`draft14`] defines the message model; [`draft16`] reads and writes the
+//! same types as draft-16 bytes, so a session keeps one vocabulary whichever draft it speaks.
 //!
 //! # Decoding convention
 //!
@@ -20,6 +21,7 @@
 
 mod cursor;
 pub mod draft14;
+pub mod draft16;
 mod error;
 pub mod varint;
 

@@ -9,18 +9,18 @@ use super::{
 };
 
 /// A value with a fixed wire form that needs no outside context to read or write.
-pub(super) trait Wire: Sized {
+pub(crate) trait Wire: Sized {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError>;
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError>;
 }
 
 /// Reads a varint.
-pub(super) fn get(buf: &mut &[u8]) -> Result<u64, DecodeError> {
+pub(crate) fn get(buf: &mut &[u8]) -> Result<u64, DecodeError> {
     varint::decode(buf)
 }
 
 /// Writes a varint.
-pub(super) fn put(v: u64, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+pub(crate) fn put(v: u64, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     varint::encode(v, out)
 }
 
@@ -33,7 +33,7 @@ pub(super) fn put_infallible(v: u64, out: &mut Vec<u8>) {
 }
 
 /// Writes a length-prefixed byte string.
-pub(super) fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+pub(crate) fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
     put(bytes.len() as u64, out)?;
     out.extend_from_slice(bytes);
     Ok(())
@@ -41,7 +41,7 @@ pub(super) fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeE
 
 /// Reads a length-prefixed byte string of at most `max` bytes. The limit is checked before
 /// waiting for the bytes, so an oversize length fails at once instead of looking incomplete.
-pub(super) fn read_bytes<'a>(
+pub(crate) fn read_bytes<'a>(
     buf: &mut &'a [u8],
     max: usize,
     too_long: &'static str,
@@ -54,12 +54,12 @@ pub(super) fn read_bytes<'a>(
 }
 
 /// Writes an 8-bit 0/1 field.
-pub(super) fn write_flag(flag: bool, out: &mut Vec<u8>) {
+pub(crate) fn write_flag(flag: bool, out: &mut Vec<u8>) {
     out.push(u8::from(flag));
 }
 
 /// Reads an 8-bit field that may only be 0 or 1.
-pub(super) fn read_flag(buf: &mut &[u8], invalid: &'static str) -> Result<bool, DecodeError> {
+pub(crate) fn read_flag(buf: &mut &[u8], invalid: &'static str) -> Result<bool, DecodeError> {
     match read_u8(buf)? {
         0 => Ok(false),
         1 => Ok(true),
@@ -69,35 +69,35 @@ pub(super) fn read_flag(buf: &mut &[u8], invalid: &'static str) -> Result<bool, 
 
 /// A length-prefixed UTF-8 text field with a size limit, and the complaints to make about it.
 /// Invalid UTF-8 is rejected rather than repaired, so whatever decodes can be sent on unchanged.
-pub(super) struct Text {
+pub(crate) struct Text {
     max: usize,
     too_long: &'static str,
     not_utf8: &'static str,
 }
 
 impl Text {
-    pub(super) fn write(&self, text: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    pub(crate) fn write(&self, text: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         if text.len() > self.max {
             return Err(EncodeError::Invalid(self.too_long));
         }
         write_bytes(text.as_bytes(), out)
     }
 
-    pub(super) fn read(&self, buf: &mut &[u8]) -> Result<String, DecodeError> {
+    pub(crate) fn read(&self, buf: &mut &[u8]) -> Result<String, DecodeError> {
         let bytes = read_bytes(buf, self.max, self.too_long)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::ProtocolViolation(self.not_utf8))
     }
 }
 
 /// The Reason Phrase of error messages.
-pub(super) const REASON_PHRASE: Text = Text {
+pub(crate) const REASON_PHRASE: Text = Text {
     max: MAX_REASON_PHRASE_LEN,
     too_long: "reason phrase longer than 1024 bytes",
     not_utf8: "reason phrase is not UTF-8",
 };
 
 /// The New Session URI of GOAWAY.
-pub(super) const GOAWAY_URI: Text = Text {
+pub(crate) const GOAWAY_URI: Text = Text {
     max: MAX_GOAWAY_URI_LEN,
     too_long: "GOAWAY URI longer than 8192 bytes",
     not_utf8: "GOAWAY URI is not UTF-8",
@@ -241,7 +241,7 @@ impl Wire for TrackNamespace {
 }
 
 /// Writes a Full Track Name (namespace tuple, then the length-prefixed track name).
-pub(super) fn write_full_name(
+pub(crate) fn write_full_name(
     namespace: &TrackNamespace,
     name: &[u8],
     out: &mut Vec<u8>,
@@ -254,7 +254,7 @@ pub(super) fn write_full_name(
 }
 
 /// Reads a Full Track Name, enforcing the shared 4096-byte budget.
-pub(super) fn read_full_name(buf: &mut &[u8]) -> Result<(TrackNamespace, Vec<u8>), DecodeError> {
+pub(crate) fn read_full_name(buf: &mut &[u8]) -> Result<(TrackNamespace, Vec<u8>), DecodeError> {
     let namespace = TrackNamespace::read_within(buf, MAX_FULL_TRACK_NAME_LEN)?;
     let left = MAX_FULL_TRACK_NAME_LEN - namespace.byte_len();
     let name = read_bytes(buf, left, NAME_TOO_LONG)?;

@@ -6,7 +6,7 @@
 //! [`crate::DecodeError::KeyValueFormatting`]) and refused when encoding.
 
 mod codes;
-mod common;
+pub(crate) mod common;
 mod control;
 mod data;
 mod params;

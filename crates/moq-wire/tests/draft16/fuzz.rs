@@ -1,0 +1,231 @@
+//! Randomised inputs: decoding never panics, and whatever decodes re-encodes to something that
+//! decodes to the same value.
+
+use moq_wire::draft14::*;
+use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, RequestKind};
+
+use super::samples;
+
+/// xorshift64: a small, deterministic generator, enough to spray bytes.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn byte(&mut self) -> u8 {
+        self.next() as u8
+    }
+}
+
+/// Every request ID is known, its kind picked by the ID so that all kinds come up.
+fn any_kind(request_id: u64) -> Option<RequestKind> {
+    use RequestKind as K;
+    let kinds = [
+        K::Subscribe,
+        K::Fetch,
+        K::Publish,
+        K::PublishNamespace,
+        K::SubscribeNamespace,
+        K::TrackStatus,
+        K::SubscribeUpdate,
+    ];
+    Some(kinds[(request_id % kinds.len() as u64) as usize])
+}
+
+fn any_namespace(_request_id: u64) -> Option<TrackNamespace> {
+    Some(TrackNamespace::from_path("fuzz"))
+}
+
+fn any_request_id(_namespace: &TrackNamespace, _announcer: draft16::Announcer) -> Option<u64> {
+    Some(7)
+}
+
+fn priority(track_alias: u64) -> u8 {
+    track_alias as u8
+}
+
+fn check_control(bytes: &[u8]) -> usize {
+    let Ok((message, used)) = draft16::decode_control(bytes, &any_kind, &any_namespace) else {
+        return 0;
+    };
+    assert!(used <= bytes.len());
+    let mut again = Vec::new();
+    draft16::encode_control(&message, &any_request_id, &mut again)
+        .unwrap_or_else(|err| panic!("decoded {message:?} does not encode: {err}"));
+    // The request ID of a REQUEST_OK / REQUEST_ERROR decides the message, so keep the lookups.
+    let (back, _) = draft16::decode_control(&again, &any_kind, &any_namespace).unwrap();
+    assert_eq!(back, message);
+    1
+}
+
+fn check_data(bytes: &[u8]) -> usize {
+    let mut accepted = 0;
+    if let Ok((header, used)) = draft16::decode_data_stream_header(bytes, &priority) {
+        accepted += 1;
+        assert!(used <= bytes.len());
+        for default in [None, Some(7)] {
+            let mut again = Vec::new();
+            draft16::encode_data_stream_header(&header, default, &mut again).unwrap();
+            let inherit = |alias| default.unwrap_or_else(|| priority(alias));
+            let (back, _) = draft16::decode_data_stream_header(&again, &inherit).unwrap();
+            assert_eq!(back, header);
+        }
+    }
+    for extensions_present in [false, true] {
+        if let Ok((header, used)) = draft16::decode_subgroup_object(bytes, extensions_present) {
+            accepted += 1;
+            assert!(used <= bytes.len());
+            let mut again = Vec::new();
+            draft16::encode_subgroup_object(&header, extensions_present, &mut again).unwrap();
+            let decoded = draft16::decode_subgroup_object(&again, extensions_present);
+            assert_eq!(decoded.unwrap().0, header);
+        }
+    }
+    accepted += check_fetch_stream(bytes);
+    if let Ok((header, payload_at)) = draft16::decode_datagram(bytes, &priority) {
+        accepted += 1;
+        assert!(payload_at <= bytes.len());
+        let mut again = Vec::new();
+        draft16::encode_datagram(&header, None, &mut again).unwrap();
+        again.extend_from_slice(&bytes[payload_at..]);
+        let (back, _) = draft16::decode_datagram(&again, &priority).unwrap();
+        assert_eq!(back, header);
+    }
+    accepted + usize::from(draft16::decode_extensions(bytes).is_ok())
+}
+
+/// Reads `bytes` as fetch objects (payloads skipped), then writes what was read and reads it
+/// back.
+fn check_fetch_stream(bytes: &[u8]) -> usize {
+    let mut reader = FetchObjectReader::new();
+    let mut rest = bytes;
+    let mut entries = Vec::new();
+    while let Ok((entry, used)) = reader.decode(rest) {
+        rest = &rest[used..];
+        if let FetchObject::Object { header, .. } = &entry {
+            let Some(after) = usize::try_from(header.payload_len)
+                .ok()
+                .and_then(|len| rest.get(len..))
+            else {
+                break;
+            };
+            rest = after;
+        }
+        entries.push(entry);
+        if entries.len() > 64 {
+            break;
+        }
+    }
+    let mut writer = FetchObjectWriter::new();
+    let mut again = Vec::new();
+    for entry in &entries {
+        writer.encode(entry, &mut again).unwrap();
+    }
+    let mut reader = FetchObjectReader::new();
+    let mut rest = again.as_slice();
+    for entry in &entries {
+        let (back, used) = reader.decode(rest).unwrap();
+        assert_eq!(&back, entry);
+        rest = &rest[used..];
+    }
+    entries.len()
+}
+
+/// Valid encodings of everything, as starting points for mutation.
+fn seeds() -> Vec<Vec<u8>> {
+    let mut seeds: Vec<Vec<u8>> = samples::control_messages()
+        .iter()
+        .map(super::encode)
+        .collect();
+    for header in samples::stream_headers() {
+        let mut bytes = Vec::new();
+        draft16::encode_data_stream_header(&header, Some(samples::DEFAULT_PRIORITY), &mut bytes)
+            .unwrap();
+        seeds.push(bytes);
+    }
+    for (header, extensions_present) in samples::subgroup_objects() {
+        let mut bytes = Vec::new();
+        draft16::encode_subgroup_object(&header, extensions_present, &mut bytes).unwrap();
+        seeds.push(bytes);
+    }
+    let mut writer = FetchObjectWriter::new();
+    let mut stream = Vec::new();
+    for entry in samples::fetch_objects() {
+        let mut bytes = Vec::new();
+        writer.encode(&entry, &mut bytes).unwrap();
+        if let FetchObject::Object { header, .. } = &entry {
+            bytes.extend(std::iter::repeat_n(0, header.payload_len.min(3) as usize));
+        }
+        stream.extend_from_slice(&bytes);
+        seeds.push(bytes);
+    }
+    seeds.push(stream);
+    for header in samples::datagrams() {
+        let mut bytes = Vec::new();
+        draft16::encode_datagram(&header, Some(samples::DEFAULT_PRIORITY), &mut bytes).unwrap();
+        seeds.push(bytes);
+    }
+    seeds
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..100_000 {
+        let len = rng.below(40);
+        let mut bytes: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
+        // Often start with a plausible type so decoding gets past the first byte.
+        if !bytes.is_empty() && rng.below(2) == 0 {
+            bytes[0] = rng.below(0x3e) as u8;
+        }
+        // Control messages need a length that matches what follows.
+        if bytes.len() >= 3 && rng.below(2) == 0 {
+            let payload = (bytes.len() - 3) as u16;
+            bytes[1..3].copy_from_slice(&payload.to_be_bytes());
+        }
+        check_control(&bytes);
+        check_data(&bytes);
+    }
+}
+
+#[test]
+fn mutated_encodings_never_panic() {
+    let seeds = seeds();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut control = 0;
+    let mut data = 0;
+    for _ in 0..100_000 {
+        let mut bytes = seeds[rng.below(seeds.len())].clone();
+        for _ in 0..=rng.below(3) {
+            match rng.below(4) {
+                0 if !bytes.is_empty() => {
+                    let at = rng.below(bytes.len());
+                    bytes[at] = rng.byte();
+                }
+                1 if !bytes.is_empty() => {
+                    let at = rng.below(bytes.len());
+                    bytes[at] ^= 1 << rng.below(8);
+                }
+                2 if !bytes.is_empty() => bytes.truncate(rng.below(bytes.len())),
+                _ => {
+                    let at = rng.below(bytes.len() + 1);
+                    bytes.insert(at, rng.byte());
+                }
+            }
+        }
+        control += check_control(&bytes);
+        data += check_data(&bytes);
+    }
+    // Mutations must often stay decodable, or the re-encode checks above prove nothing.
+    assert!(control > 2_000, "only {control} control messages decoded");
+    assert!(data > 20_000, "only {data} data headers decoded");
+}

@@ -308,6 +308,14 @@ fn invalid_settings_fail_at_start_with_clear_errors() {
             "listen address",
         ),
         (
+            "moqsrc url=moqt://127.0.0.1:9/live versions=15 ! fakesink",
+            "unknown MoQ Transport draft",
+        ),
+        (
+            "videotestsrc ! x264enc ! h264parse ! moqsink listen=127.0.0.1:0 versions=,",
+            "no MoQ Transport draft",
+        ),
+        (
             "videotestsrc ! x264enc ! h264parse ! moqsink listen=127.0.0.1:0 url=moqt://127.0.0.1:9/anon/live",
             "both listen",
         ),
@@ -352,4 +360,17 @@ fn properties_set_while_playing_are_refused_with_a_warning() {
     );
     sender.sink.set_property("max-backlog", 5000u32);
     assert_eq!(sender.sink.property::<u32>("max-backlog"), 3000);
+}
+
+#[test]
+fn a_draft_the_publisher_does_not_speak_is_an_error() {
+    let sender = Sender::start("versions=16");
+    let pipeline = launch(&format!(
+        "moqsrc url={} tls-insecure=true versions=14 timeout=2 ! fakesink",
+        sender.url()
+    ));
+    let err = first_error(&pipeline, WAIT);
+    eprintln!("{err}");
+    assert!(err.contains(&sender.url()), "{err}");
+    assert!(err.contains("protocol"), "names the ALPN mismatch: {err}");
 }

@@ -113,3 +113,29 @@ fn after_a_pause_playback_resumes_at_the_live_edge() {
         assert_eq!(f.decode_index, first.decode_index + i as u64);
     }
 }
+
+/// Draft-16 and draft-14 both play; the server's choice among what the client offers is the
+/// one used, and moqsrc reports it in `moq-connected`.
+#[test]
+fn both_drafts_play_and_moqsrc_reports_the_one_in_use() {
+    for (sink_versions, src_versions, expected) in [
+        ("16,14", "16,14", 16),
+        ("14", "16,14", 14),
+        ("16,14", "14", 14),
+        ("14,16", "16,14", 14),
+    ] {
+        let sender = Sender::start(&format!("versions={sink_versions}"));
+        let receiver = Receiver::start(&format!(
+            "url={} tls-insecure=true versions={src_versions}",
+            sender.url()
+        ));
+        receiver
+            .wait_frames(24, WAIT)
+            .unwrap_or_else(|e| panic!("sink {sink_versions}, src {src_versions}: {e}"));
+        let messages = receiver.messages.lock().unwrap().clone();
+        assert!(
+            messages.contains(&format!("moq-connected draft={expected}")),
+            "sink {sink_versions}, src {src_versions}: {messages:?}"
+        );
+    }
+}

@@ -412,7 +412,8 @@ pub struct Receiver {
     pub decoded: Arc<Mutex<usize>>,
     /// Width of every decoded picture, from its caps.
     pub widths: Arc<Mutex<Vec<i32>>>,
-    /// Names of the element messages posted so far, and `warning from ...` lines.
+    /// Names of the element messages posted so far (`moq-connected` also as
+    /// `moq-connected draft=N`), and `warning from ...` lines.
     pub messages: Arc<Mutex<Vec<String>>>,
 }
 
@@ -483,7 +484,11 @@ impl Receiver {
                 match msg.view() {
                     gst::MessageView::Element(e) => {
                         if let Some(s) = e.structure() {
-                            names.lock().unwrap().push(s.name().to_string());
+                            let mut names = names.lock().unwrap();
+                            names.push(s.name().to_string());
+                            if let Ok(draft) = s.get::<u32>("draft") {
+                                names.push(format!("{} draft={draft}", s.name()));
+                            }
                         }
                     }
                     gst::MessageView::Warning(w) => names.lock().unwrap().push(format!(

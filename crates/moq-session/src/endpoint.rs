@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use moq_wire::draft14::ALPN;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use tokio::sync::mpsc;
 
@@ -16,6 +15,7 @@ use crate::session::{Session, SessionConfig};
 use crate::tls::{ServerIdentity, Trust};
 use crate::track::{Broadcast, lock};
 use crate::url::MoqUrl;
+use crate::version::Versions;
 
 /// A dead peer is noticed after this long without packets.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -91,6 +91,8 @@ pub struct ServerLimits {
     pub congestion: CongestionControl,
     /// Ask subscribers for prompt acknowledgements (see [`transport_config`]).
     pub prompt_acks: bool,
+    /// The drafts accepted (ALPN), preferred first.
+    pub versions: Versions,
 }
 
 impl Default for ServerLimits {
@@ -100,6 +102,7 @@ impl Default for ServerLimits {
             publish: PublishLimits::default(),
             congestion: CongestionControl::default(),
             prompt_acks: false,
+            versions: Versions::default(),
         }
     }
 }
@@ -125,7 +128,7 @@ impl Server {
         limits: ServerLimits,
         events: mpsc::Sender<ServerEvent>,
     ) -> Result<Server, SessionError> {
-        let tls = identity.rustls_config(ALPN)?;
+        let tls = identity.rustls_config(limits.versions.alpns())?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = transport_config(false, limits.prompt_acks);
@@ -229,6 +232,7 @@ async fn accept_loop(
                 limits: limits.publish,
                 congestion: limits.congestion,
                 prompt_acks: limits.prompt_acks,
+                versions: limits.versions,
             };
             let session = match Session::server(conn, config).await {
                 Ok(session) => session,
@@ -256,7 +260,7 @@ pub async fn connect(
 ) -> Result<Session, SessionError> {
     let mut transport = transport_config(config.publish.is_none(), config.prompt_acks);
     config.congestion.configure(&mut transport);
-    let conn = connect_quic(url, trust, transport).await?;
+    let conn = connect_quic(url, trust, transport, config.versions).await?;
     config.path.get_or_insert_with(|| url.path.clone());
     Session::client(conn, config).await
 }
@@ -268,6 +272,7 @@ pub async fn connect_quic(
     url: &MoqUrl,
     trust: &Trust,
     transport: quinn::TransportConfig,
+    versions: Versions,
 ) -> Result<quinn::Connection, SessionError> {
     let authority = url.authority();
     let addr = tokio::task::spawn_blocking({
@@ -284,7 +289,8 @@ pub async fn connect_quic(
         SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
     };
     let mut endpoint = quinn::Endpoint::client(bind).map_err(endpoint_error)?;
-    let crypto = QuicClientConfig::try_from(trust.rustls_config(ALPN)?).map_err(endpoint_error)?;
+    let crypto = QuicClientConfig::try_from(trust.rustls_config(versions.alpns())?)
+        .map_err(endpoint_error)?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
     client.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(client);

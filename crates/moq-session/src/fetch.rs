@@ -13,10 +13,12 @@ use moq_wire::draft14::{
     self as wire, ControlMessage, FetchHeader, FetchObjectHeader, FetchType, GroupOrder, Location,
     ObjectStatus, Parameters,
 };
+use moq_wire::draft16;
 use tokio::sync::oneshot;
 
 use crate::session::Inner;
 use crate::track::{Group, TrackShared, lock};
+use crate::version::Version;
 
 /// What a FETCH asks for, resolved to one track: `start` inclusive, `end` one past the last
 /// object wanted, where an `end.object` of 0 asks for all of `end.group` (the draft's form).
@@ -303,6 +305,8 @@ async fn serve(
     let mut header = Vec::new();
     FetchHeader { request_id }.encode(&mut header);
     send.write_all(&header).await?;
+    // Draft-16 codes each object relative to the one before.
+    let mut draft16_writer = draft16::FetchObjectWriter::new();
     for &(group_id, first, last) in &plan.runs {
         let Some(group) = groups.iter().find(|g| g.id == group_id) else {
             continue;
@@ -310,7 +314,7 @@ async fn serve(
         let (objects, _) = group.read_from(first as usize);
         for (object_id, (payload, _)) in (first..=last).zip(objects) {
             let mut header = Vec::new();
-            FetchObjectHeader {
+            let object = FetchObjectHeader {
                 group_id,
                 subgroup_id: 0,
                 object_id,
@@ -318,8 +322,18 @@ async fn serve(
                 extensions: Vec::new(),
                 payload_len: payload.len() as u64,
                 status: ObjectStatus::Normal,
+            };
+            let encoded = match inner.version {
+                Version::Draft14 => {
+                    object.encode(&mut header);
+                    Ok(())
+                }
+                Version::Draft16 => draft16_writer.encode_draft14(&object, &mut header),
+            };
+            // IDs beyond the varint range cannot come from a track: the answer is reset.
+            if encoded.is_err() {
+                return Ok(());
             }
-            .encode(&mut header);
             send.write_all(&header).await?;
             for part in payload.parts() {
                 send.write_all(part).await?;

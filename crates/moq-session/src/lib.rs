@@ -30,6 +30,7 @@ mod subscribe;
 pub mod tls;
 mod track;
 mod url;
+mod version;
 
 pub use control::ControlReader;
 pub use endpoint::{
@@ -45,3 +46,4 @@ pub use track::{
     Broadcast, GroupWriter, Payload, Priority, TrackDelivery, TrackProducer, TrackStats,
 };
 pub use url::{DEFAULT_PORT, Located, MoqUrl, UrlError, parse_namespace};
+pub use version::{DEFAULT_VERSIONS, Version, Versions};

@@ -165,6 +165,14 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
     broadcast.notify_subscribed(&name);
 }
 
+/// A subscriber of `request_id` asks for a new group: ask the producer for a keyframe.
+pub(crate) fn new_group_requested(inner: &Inner, request_id: u64) {
+    let name = lock(&inner.state).served_track(request_id);
+    if let (Some(broadcast), Some(name)) = (inner.publish.as_ref(), name) {
+        broadcast.notify_subscribed(&String::from_utf8_lossy(&name));
+    }
+}
+
 /// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
 pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
     // Only a subscription being served can be ended, once.

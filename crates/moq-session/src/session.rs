@@ -1,7 +1,7 @@
 //! One MoQ Transport session on one QUIC connection: setup, the control loop, request
 //! IDs, and dispatch to the publishing and subscribing halves.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -9,10 +9,11 @@ use moq_wire::draft14::{
     self as wire, ClientSetup, ControlMessage, Location, MaxRequestId, Parameters, ServerSetup,
     session_error, setup_param,
 };
+use moq_wire::draft16;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::congestion::{CongestionControl, SharedEstimator, estimator_of};
-use crate::control::{self, ControlReader};
+use crate::control::{self, Codec, ControlReader, RequestBook};
 use crate::error::{RequestError, SessionError};
 use crate::estimate::PathEstimate;
 use crate::fetch;
@@ -20,6 +21,7 @@ use crate::publish::{self, Publisher};
 use crate::scheduler::PublishLimits;
 use crate::subscribe::{self, Outgoing};
 use crate::track::{Broadcast, TrackShared, lock};
+use crate::version::{self, Version, Versions};
 
 /// Requests the peer may have open at once (e.g. subscriptions being served): MAX_REQUEST_ID
 /// grows only as earlier requests complete, so a peer cannot pile up state.
@@ -37,6 +39,9 @@ const CONTROL_STALL: Duration = Duration::from_secs(10);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request waits for its reply.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Namespaces the peer announced that are remembered for draft-16's PUBLISH_NAMESPACE_DONE;
+/// older ones are forgotten (a DONE for them is then a protocol error).
+const PEER_NAMESPACES: usize = 1024;
 
 /// Who opened the connection: request IDs are even for the client, odd for the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +84,8 @@ pub struct SessionConfig {
     /// A publishing session asks for prompt acknowledgements (see
     /// [`transport_config`](crate::transport_config)).
     pub prompt_acks: bool,
+    /// The drafts the client offers (ALPN), preferred first.
+    pub versions: Versions,
 }
 
 #[derive(Debug)]
@@ -104,6 +111,10 @@ pub(crate) struct State {
     joinable: HashMap<u64, (Arc<TrackShared>, Option<Location>)>,
     /// FETCHes being answered: request ID → what cancels the answer.
     pub fetches: HashMap<u64, oneshot::Sender<()>>,
+    /// Namespaces announced by us and by the peer, by request ID (draft-16 names them by
+    /// ID only in PUBLISH_NAMESPACE_DONE / _CANCEL). The peer's are capped.
+    our_namespaces: HashMap<u64, wire::TrackNamespace>,
+    peer_namespaces: BTreeMap<u64, wire::TrackNamespace>,
     next_alias: u64,
 }
 
@@ -126,6 +137,11 @@ impl State {
         }
     }
 
+    /// The track subscription `request_id` is served.
+    pub fn served_track(&self, request_id: u64) -> Option<Vec<u8>> {
+        self.served.get(&request_id).cloned()
+    }
+
     /// Stops serving subscription `request_id`; whether it was served.
     pub fn stop_serving(&mut self, request_id: u64) -> bool {
         self.joinable.remove(&request_id);
@@ -142,6 +158,7 @@ impl State {
 pub(crate) struct Inner {
     pub conn: quinn::Connection,
     pub role: Role,
+    pub version: Version,
     pub publish: Option<Broadcast>,
     /// The scheduler serving the peer's subscriptions, when we publish.
     pub publisher: OnceLock<Publisher>,
@@ -237,12 +254,18 @@ impl Inner {
     /// Checks a new request from the peer against the IDs granted so far.
     fn accept_request_id(&self, id: u64) -> Result<(), SessionError> {
         let mut state = lock(&self.state);
-        if id != state.next_peer_request_id {
+        // Draft-16 requests also travel on streams of their own (SUBSCRIBE_NAMESPACE), which
+        // we refuse unread: an ID may skip theirs. Draft-14 requests all come in order.
+        let skipped = id
+            .checked_sub(state.next_peer_request_id)
+            .filter(|gap| gap % 2 == 0 && self.version == Version::Draft16)
+            .map(|gap| gap / 2);
+        let Some(skipped) = skipped.or((id == state.next_peer_request_id).then_some(0)) else {
             return Err(SessionError::Protocol {
                 code: session_error::INVALID_REQUEST_ID,
                 reason: format!("request ID {id}, expected {}", state.next_peer_request_id),
             });
-        }
+        };
         if id >= state.granted_request_id {
             return Err(SessionError::Protocol {
                 code: session_error::TOO_MANY_REQUESTS,
@@ -252,7 +275,12 @@ impl Inner {
                 ),
             });
         }
-        state.next_peer_request_id += 2;
+        state.next_peer_request_id = id + 2;
+        drop(state);
+        // The requests on refused streams are over.
+        for _ in 0..skipped {
+            self.request_completed();
+        }
         Ok(())
     }
 
@@ -276,6 +304,43 @@ impl Inner {
         let alias = state.next_alias;
         state.next_alias += 1;
         alias
+    }
+}
+
+impl RequestBook for Inner {
+    fn kind_of(&self, request_id: u64) -> Option<draft16::RequestKind> {
+        let state = lock(&self.state);
+        if state.our_namespaces.contains_key(&request_id) {
+            Some(draft16::RequestKind::PublishNamespace)
+        } else if state.was_requested(request_id) && request_id % 2 == self.role.first_request_id()
+        {
+            // We make no other kind of request.
+            Some(draft16::RequestKind::Subscribe)
+        } else {
+            None
+        }
+    }
+
+    fn namespace_of(&self, request_id: u64) -> Option<wire::TrackNamespace> {
+        let state = lock(&self.state);
+        state
+            .our_namespaces
+            .get(&request_id)
+            .or_else(|| state.peer_namespaces.get(&request_id))
+            .cloned()
+    }
+
+    fn request_id_of(
+        &self,
+        namespace: &wire::TrackNamespace,
+        announcer: draft16::Announcer,
+    ) -> Option<u64> {
+        let state = lock(&self.state);
+        let mut by_id: Box<dyn Iterator<Item = (&u64, &wire::TrackNamespace)>> = match announcer {
+            draft16::Announcer::Local => Box::new(state.our_namespaces.iter()),
+            draft16::Announcer::Peer => Box::new(state.peer_namespaces.iter()),
+        };
+        by_id.find(|(_, ns)| *ns == namespace).map(|(id, _)| *id)
     }
 }
 
@@ -310,6 +375,8 @@ impl Session {
             .map(|t| wire::authorization_token(0, t.as_bytes()))
             .transpose()
             .map_err(|e| SessionError::violation(format!("authorization token: {e}")))?;
+        let version = negotiated_version(&conn)?;
+        let codec = Codec::setup(version);
         let control = conn.clone();
         let setup = async move {
             let (mut send, recv) = control.open_bi().await?;
@@ -323,13 +390,13 @@ impl Session {
                 params = params.with_bytes(setup_param::AUTHORIZATION_TOKEN, token);
             }
             let hello = ControlMessage::ClientSetup(ClientSetup {
-                versions: vec![wire::VERSION],
+                versions: vec![version.code()],
                 params,
             });
-            control::write(&mut send, &hello).await?;
-            let mut reader = ControlReader::new(recv);
+            control::write(&mut send, &codec, &hello).await?;
+            let mut reader = ControlReader::with_codec(recv, codec);
             match reader.read().await? {
-                ControlMessage::ServerSetup(reply) if reply.version == wire::VERSION => {
+                ControlMessage::ServerSetup(reply) if reply.version == version.code() => {
                     let max = reply
                         .params
                         .get_int(setup_param::MAX_REQUEST_ID)
@@ -337,7 +404,7 @@ impl Session {
                     Ok((send, reader, max))
                 }
                 ControlMessage::ServerSetup(_) => Err(SessionError::VersionNegotiation {
-                    ours: wire::VERSION,
+                    ours: version.code(),
                 }),
                 other => Err(SessionError::violation(format!(
                     "expected SERVER_SETUP, got {}",
@@ -345,7 +412,7 @@ impl Session {
                 ))),
             }
         };
-        Self::establish(conn, Role::Client, config, setup).await
+        Self::establish(conn, Role::Client, version, config, setup).await
     }
 
     /// Runs the server side of SETUP on an accepted connection.
@@ -353,10 +420,12 @@ impl Session {
         conn: quinn::Connection,
         config: SessionConfig,
     ) -> Result<Session, SessionError> {
+        let version = negotiated_version(&conn)?;
+        let codec = Codec::setup(version);
         let control = conn.clone();
         let setup = async move {
             let (mut send, recv) = control.accept_bi().await?;
-            let mut reader = ControlReader::new(recv);
+            let mut reader = ControlReader::with_codec(recv, codec.clone());
             let hello = match reader.read().await? {
                 ControlMessage::ClientSetup(hello) => hello,
                 other => {
@@ -366,34 +435,35 @@ impl Session {
                     )));
                 }
             };
-            if !hello.versions.contains(&wire::VERSION) {
+            if !hello.versions.contains(&version.code()) {
                 return Err(SessionError::VersionNegotiation {
-                    ours: wire::VERSION,
+                    ours: version.code(),
                 });
             }
             let reply = ControlMessage::ServerSetup(ServerSetup {
-                version: wire::VERSION,
+                version: version.code(),
                 params: Parameters::default()
                     .with_int(setup_param::MAX_REQUEST_ID, 2 * REQUEST_WINDOW)
                     .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation()),
             });
-            control::write(&mut send, &reply).await?;
+            control::write(&mut send, &codec, &reply).await?;
             let max = hello
                 .params
                 .get_int(setup_param::MAX_REQUEST_ID)
                 .unwrap_or(0);
             Ok((send, reader, max))
         };
-        Self::establish(conn, Role::Server, config, setup).await
+        Self::establish(conn, Role::Server, version, config, setup).await
     }
 
     async fn establish(
         conn: quinn::Connection,
         role: Role,
+        version: Version,
         config: SessionConfig,
         setup: impl Future<Output = Result<(quinn::SendStream, ControlReader, u64), SessionError>>,
     ) -> Result<Session, SessionError> {
-        let (send, reader, peer_max) = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
+        let (send, mut reader, peer_max) = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
             Ok(Ok(parts)) => parts,
             Ok(Err(err)) => {
                 close_connection(&conn, &err);
@@ -409,6 +479,7 @@ impl Session {
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             role,
+            version,
             publish: config.publish,
             publisher: OnceLock::new(),
             state: Mutex::new(State {
@@ -424,6 +495,8 @@ impl Session {
                 served: HashMap::new(),
                 joinable: HashMap::new(),
                 fetches: HashMap::new(),
+                our_namespaces: HashMap::new(),
+                peer_namespaces: BTreeMap::new(),
                 next_alias: 0,
             }),
             control: control_tx,
@@ -434,7 +507,9 @@ impl Session {
         if inner.publish.is_some() {
             let _ = inner.publisher.set(Publisher::start(&inner, config.limits));
         }
-        tokio::spawn(write_control(conn.clone(), send, control_rx));
+        let codec = Codec::with_book(version, inner.clone());
+        reader.set_codec(codec.clone());
+        tokio::spawn(write_control(conn.clone(), send, codec, control_rx));
         tokio::spawn(run(inner.clone(), reader));
         tokio::spawn(subscribe::accept_data_streams(inner.clone()));
         tokio::spawn(refuse_extra_bidi_streams(inner.clone()));
@@ -442,6 +517,11 @@ impl Session {
             _closer: Arc::new(CloseOnDrop(inner.conn.clone())),
             inner,
         })
+    }
+
+    /// The draft of MoQ Transport the session speaks.
+    pub fn version(&self) -> Version {
+        self.inner.version
     }
 
     pub fn role(&self) -> Role {
@@ -495,9 +575,11 @@ impl Session {
     ) -> Result<(), SessionError> {
         let request_id = self.inner.request_id().await?;
         let (tx, rx) = oneshot::channel();
-        lock(&self.inner.state)
-            .namespace_replies
-            .insert(request_id, tx);
+        {
+            let mut state = lock(&self.inner.state);
+            state.namespace_replies.insert(request_id, tx);
+            state.our_namespaces.insert(request_id, namespace.clone());
+        }
         self.inner
             .send(ControlMessage::PublishNamespace(wire::PublishNamespace {
                 request_id,
@@ -531,23 +613,41 @@ fn close_connection(conn: &quinn::Connection, err: &SessionError) {
 async fn write_control(
     conn: quinn::Connection,
     mut send: quinn::SendStream,
+    codec: Codec,
     mut rx: mpsc::Receiver<ControlMessage>,
 ) {
     // Control messages go before any object data.
     let _ = send.set_priority(i32::MAX);
     while let Some(msg) = rx.recv().await {
-        if let Err(err) = control::write(&mut send, &msg).await {
+        if let Err(err) = control::write(&mut send, &codec, &msg).await {
             close_connection(&conn, &err);
             return;
         }
     }
 }
 
-/// The draft allows one bidirectional stream per session: the control stream.
+/// Draft-14 allows one bidirectional stream per session: the control stream. Draft-16
+/// opens one per SUBSCRIBE_NAMESPACE (moq-relay sends one to every session that may
+/// publish); we subscribe and publish by name only, so each is refused by resetting it,
+/// which its sender takes as "not supported".
 async fn refuse_extra_bidi_streams(inner: Arc<Inner>) {
-    if inner.conn.accept_bi().await.is_ok() {
-        inner.close(&SessionError::violation("a second bidirectional stream"));
+    while let Ok((mut send, mut recv)) = inner.conn.accept_bi().await {
+        if inner.version == Version::Draft14 {
+            inner.close(&SessionError::violation("a second bidirectional stream"));
+            return;
+        }
+        let not_supported = quinn::VarInt::from_u32(draft16::reset_code::INTERNAL_ERROR as u32);
+        let _ = send.reset(not_supported);
+        let _ = recv.stop(not_supported);
     }
+}
+
+/// The draft the connection's ALPN chose.
+fn negotiated_version(conn: &quinn::Connection) -> Result<Version, SessionError> {
+    version::negotiated(conn).ok_or_else(|| SessionError::Protocol {
+        code: session_error::VERSION_NEGOTIATION_FAILED,
+        reason: "the handshake agreed on no MoQ Transport ALPN".into(),
+    })
 }
 
 async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
@@ -607,6 +707,21 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         }
         M::SubscribeUpdate(m) => {
             inner.accept_request_id(m.request_id)?;
+            // A subscriber that wants a new group (draft-16 NEW_GROUP_REQUEST) gets a
+            // keyframe request upstream, as a new subscriber does.
+            if m.params
+                .get_int(draft16::param::NEW_GROUP_REQUEST)
+                .is_some()
+            {
+                publish::new_group_requested(inner, m.subscription_request_id);
+            }
+            // Draft-16 answers every REQUEST_UPDATE with REQUEST_OK (any *_OK of the
+            // model with only a request ID encodes as one); draft-14 has no reply.
+            if inner.version == Version::Draft16 {
+                inner.send(M::PublishNamespaceOk(wire::PublishNamespaceOk {
+                    request_id: m.request_id,
+                }));
+            }
             inner.request_completed();
         }
         M::Unsubscribe(m) => publish::unsubscribe(inner, m.request_id),
@@ -650,6 +765,15 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         // subscribe by name) and stops them re-announcing, which a refusal would not.
         M::PublishNamespace(m) => {
             inner.accept_request_id(m.request_id)?;
+            {
+                let mut state = lock(&inner.state);
+                state
+                    .peer_namespaces
+                    .insert(m.request_id, m.namespace.clone());
+                if state.peer_namespaces.len() > PEER_NAMESPACES {
+                    state.peer_namespaces.pop_first();
+                }
+            }
             inner.send(M::PublishNamespaceOk(wire::PublishNamespaceOk {
                 request_id: m.request_id,
             }));

@@ -15,11 +15,13 @@ use moq_wire::draft14::{
     self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
     Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
 };
+use moq_wire::draft16;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{RequestError, SessionError};
 use crate::session::{Inner, REPLY_TIMEOUT, Session};
 use crate::track::lock;
+use crate::version::Version;
 
 /// How long a data stream may wait for the SUBSCRIBE_OK that names its track alias.
 const ALIAS_WAIT: Duration = Duration::from_secs(2);
@@ -447,7 +449,18 @@ impl StreamReader {
 
 async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
     let mut reader = StreamReader::new(recv, inner.receive_budget.clone());
-    let header = match reader.next(DataStreamHeader::decode).await {
+    let version = inner.version;
+    let header = match reader
+        .next(|buf| match version {
+            Version::Draft14 => DataStreamHeader::decode(buf),
+            // A subgroup that leaves its priority out has the track's default; we announce
+            // none and read none.
+            Version::Draft16 => {
+                draft16::decode_data_stream_header(buf, &|_| draft16::DEFAULT_PUBLISHER_PRIORITY)
+            }
+        })
+        .await
+    {
         Ok(Some(DataStreamHeader::Subgroup(h))) => h,
         Ok(Some(DataStreamHeader::Fetch(_))) | Ok(None) | Err(StreamEnd::Reset) => return,
         Err(StreamEnd::Finished) => return,
@@ -461,7 +474,7 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
     };
     let group = header.group_id;
     let end = tokio::select! {
-        end = read_objects(&mut reader, &header, &events) => end,
+        end = read_objects(&mut reader, version, &header, &events) => end,
         _ = stop_before.wait_for(|g| group < *g) => {
             let _ = reader.recv.stop(quinn::VarInt::from_u64(wire::reset_code::CANCELLED).unwrap_or_default());
             StreamEnd::Reset
@@ -511,6 +524,7 @@ async fn claim_stream(
 
 async fn read_objects(
     reader: &mut StreamReader,
+    version: Version,
     header: &wire::SubgroupHeader,
     events: &mpsc::Sender<TrackEvent>,
 ) -> StreamEnd {
@@ -518,7 +532,10 @@ async fn read_objects(
     let extensions = header.extensions_present;
     loop {
         let object = match reader
-            .next(|buf| SubgroupObjectHeader::decode(buf, extensions))
+            .next(|buf| match version {
+                Version::Draft14 => SubgroupObjectHeader::decode(buf, extensions),
+                Version::Draft16 => draft16::decode_subgroup_object(buf, extensions),
+            })
             .await
         {
             Ok(Some(o)) => o,

@@ -100,12 +100,15 @@ impl ServerIdentity {
         fingerprint(&self.chain[0])
     }
 
-    pub(crate) fn rustls_config(&self, alpn: &[u8]) -> Result<rustls::ServerConfig, TlsError> {
+    pub(crate) fn rustls_config(
+        &self,
+        alpns: Vec<Vec<u8>>,
+    ) -> Result<rustls::ServerConfig, TlsError> {
         let mut config = rustls::ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_no_client_auth()
             .with_single_cert(self.chain.clone(), self.key.clone_key())?;
-        config.alpn_protocols = vec![alpn.to_vec()];
+        config.alpn_protocols = alpns;
         Ok(config)
     }
 }
@@ -174,7 +177,10 @@ impl Trust {
         Ok(Trust::Roots(Arc::new(roots)))
     }
 
-    pub(crate) fn rustls_config(&self, alpn: &[u8]) -> Result<rustls::ClientConfig, TlsError> {
+    pub(crate) fn rustls_config(
+        &self,
+        alpns: Vec<Vec<u8>>,
+    ) -> Result<rustls::ClientConfig, TlsError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?;
         let mut config = match self {
@@ -190,7 +196,7 @@ impl Trust {
                 .with_custom_certificate_verifier(Arc::new(PinnedVerifier::new(None)))
                 .with_no_client_auth(),
         };
-        config.alpn_protocols = vec![alpn.to_vec()];
+        config.alpn_protocols = alpns;
         Ok(config)
     }
 }

@@ -4,7 +4,7 @@
 //! floods requests, or breaks the framing).
 
 use moq_session::tls::Trust;
-use moq_session::{ControlReader, MoqUrl, connect_quic, transport_config};
+use moq_session::{ControlReader, MoqUrl, Version, connect_quic, transport_config};
 use moq_wire::draft14::{
     ClientSetup, ControlMessage, FilterType, GroupOrder, Parameters, ServerSetup, Subscribe,
     TrackNamespace, VERSION, setup_param,
@@ -30,7 +30,7 @@ impl RawPeer {
         transport
             .receive_window(PEER_RECEIVE_WINDOW.into())
             .stream_receive_window(PEER_RECEIVE_WINDOW.into());
-        let conn = connect_quic(&url, &Trust::Insecure, transport)
+        let conn = connect_quic(&url, &Trust::Insecure, transport, Version::Draft14.into())
             .await
             .map_err(|e| e.to_string())?;
         let (send, recv) = conn.open_bi().await.map_err(|e| e.to_string())?;

@@ -12,8 +12,8 @@ use gst::subclass::prelude::*;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
-    Broadcast, EVENT_QUEUE, Located, MoqUrl, PublishLimits, RelayEvent, RelayPublisher, Server,
-    ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
+    Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Located, MoqUrl, PublishLimits, RelayEvent,
+    RelayPublisher, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace, Versions,
 };
 use tokio::sync::mpsc;
 
@@ -65,6 +65,8 @@ struct Settings {
     tls_insecure: bool,
     /// Sent in SETUP's AUTHORIZATION TOKEN (with url).
     auth_token: Option<String>,
+    /// MoQ Transport drafts, as the property spells them (parsed at start).
+    versions: String,
     format: Format,
     delivery: Delivery,
     delivery_timeout_ms: u32,
@@ -159,6 +161,7 @@ impl Default for Settings {
             tls_ca_file: None,
             tls_insecure: false,
             auth_token: None,
+            versions: DEFAULT_VERSIONS.into(),
             format: Format::default(),
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
@@ -306,6 +309,10 @@ impl MoqSink {
         let _guard = RUNTIME.enter();
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
+        let versions: Versions = settings
+            .versions
+            .parse()
+            .map_err(|e| settings_error(&format!("versions: {e}")))?;
         let addr = match destination {
             Destination::Relay {
                 url,
@@ -337,6 +344,7 @@ impl MoqSink {
                     prompt_acks: settings.prompt_acks(),
                     path: Some(located.setup_path),
                     auth_token: settings.auth_token.clone(),
+                    versions,
                 };
                 return Ok(Link::Relay(RelayPublisher::start(
                     url, trust, config, events_tx,
@@ -360,6 +368,7 @@ impl MoqSink {
             publish: settings.publish_limits(),
             congestion: settings.congestion.resolve(settings.rate_control),
             prompt_acks: settings.prompt_acks(),
+            versions,
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
@@ -936,7 +945,7 @@ impl ObjectImpl for MoqSink {
             vec![
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
-                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moq-00); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
+                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("namespace")
@@ -1003,6 +1012,12 @@ impl ObjectImpl for MoqSink {
                 glib::ParamSpecString::builder("auth-token")
                     .nick("Authorization token")
                     .blurb("With url: a token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("versions")
+                    .nick("MoQ Transport drafts")
+                    .blurb("Drafts of MoQ Transport to offer (with url) or accept (listening), preferred first, as draft numbers separated by commas: 16 (ALPN moqt-16), 14 (ALPN moq-00). The server picks: a listening sink by this order, a relay by its own")
+                    .default_value(Some(DEFAULT_VERSIONS))
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("tls-insecure")
@@ -1133,6 +1148,7 @@ impl ObjectImpl for MoqSink {
             "tls-fingerprint" => settings.relay_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
             "auth-token" => settings.auth_token = text(),
+            "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "keyframe-on-subscribe" => {
                 settings.keyframe_on_subscribe = value.get().unwrap_or_default()
@@ -1191,6 +1207,7 @@ impl ObjectImpl for MoqSink {
             "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
             // Write-only in effect: a secret is not read back.
             "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
+            "versions" => settings.versions.to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
             "max-subscribers" => settings.max_subscribers.to_value(),
@@ -1224,7 +1241,7 @@ impl ElementImpl for MoqSink {
             gst::subclass::ElementMetadata::new(
                 "MoQ Sink",
                 "Sink/Network",
-                "Publishes H.264 video and Opus or AAC audio as Media over QUIC Transport (draft-14) tracks",
+                "Publishes H.264 video and Opus or AAC audio as Media over QUIC Transport (draft-16 or -14) tracks",
                 "moqsink developers",
             )
         });

@@ -10,9 +10,9 @@ use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
 use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
 use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
 use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
-use moq_session::MoqUrl;
 use moq_session::blocking::Canceller;
 use moq_session::tls::Trust;
+use moq_session::{DEFAULT_VERSIONS, MoqUrl};
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
@@ -45,6 +45,8 @@ struct Settings {
     tls_ca_file: Option<std::path::PathBuf>,
     tls_insecure: bool,
     auth_token: Option<String>,
+    /// MoQ Transport drafts, as the property spells them (parsed at start).
+    versions: String,
     timeout_s: u32,
     latency_ms: u32,
     skip_forward: bool,
@@ -62,6 +64,7 @@ impl Default for Settings {
             tls_ca_file: None,
             tls_insecure: false,
             auth_token: None,
+            versions: DEFAULT_VERSIONS.into(),
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
@@ -343,6 +346,9 @@ impl MoqSrc {
                 server,
                 backups,
                 auth_token: settings.auth_token.clone(),
+                versions: settings.versions.parse().map_err(|e| {
+                    gst::error_msg!(gst::ResourceError::Settings, ["versions: {e}"])
+                })?,
                 prefs: TrackPrefs {
                     video: settings.video_track.clone(),
                     audio: settings.audio_track.clone(),
@@ -407,16 +413,22 @@ impl MoqSrc {
     /// Acts on one event of the network side (on a runtime thread).
     fn handle_event(&self, event: Event) {
         match event {
-            Event::Connected { url, peer, attempt } => {
+            Event::Connected {
+                url,
+                peer,
+                version,
+                attempt,
+            } => {
                 gst::info!(
                     CAT,
                     imp = self,
-                    "connected to {url} at {peer} (connection {attempt})"
+                    "connected to {url} at {peer} with {version} (connection {attempt})"
                 );
                 self.post_message(
                     gst::Structure::builder("moq-connected")
                         .field("url", url)
                         .field("address", peer.to_string())
+                        .field("draft", version.draft())
                         .field("reconnections", attempt)
                         .build(),
                 );
@@ -1029,6 +1041,12 @@ impl ObjectImpl for MoqSrc {
                     .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, moqsink's certificate-fingerprint). Without it, tls-ca-file or tls-insecure, the server must have a certificate the system's root CAs trust")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("versions")
+                    .nick("MoQ Transport drafts")
+                    .blurb("Drafts of MoQ Transport to offer, preferred first, as draft numbers separated by commas: 16 (ALPN moqt-16), 14 (ALPN moq-00); the server picks one. moq-connected tells which")
+                    .default_value(Some(DEFAULT_VERSIONS))
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecString::builder("tls-ca-file")
                     .nick("TLS CA file")
                     .blurb("PEM file of CA certificates the server's certificate must chain to (instead of the system's)")
@@ -1105,6 +1123,7 @@ impl ObjectImpl for MoqSrc {
             "tls-fingerprint" => settings.tls_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(Into::into),
             "auth-token" => settings.auth_token = text(),
+            "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
@@ -1130,6 +1149,7 @@ impl ObjectImpl for MoqSrc {
             "tls-insecure" => settings.tls_insecure.to_value(),
             // Write-only in effect: a secret is not read back.
             "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
+            "versions" => settings.versions.to_value(),
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),
@@ -1147,7 +1167,7 @@ impl ElementImpl for MoqSrc {
             gst::subclass::ElementMetadata::new(
                 "MoQ Source",
                 "Source/Network",
-                "Subscribes to H.264 video and Opus or AAC audio tracks over Media over QUIC Transport (draft-14)",
+                "Subscribes to H.264 video and Opus or AAC audio tracks over Media over QUIC Transport (draft-16 or -14)",
                 "moqsink developers",
             )
         });

@@ -19,7 +19,7 @@ use moq_media::header::FrameHeader;
 use moq_session::tls::Trust;
 use moq_session::{
     FilterType, Location, MoqUrl, Object, Session, SessionConfig, SessionError, SubscribeOptions,
-    Subscription, TrackEvent, TrackNamespace,
+    Subscription, TrackEvent, TrackNamespace, Version, Versions,
 };
 use moq_wire::draft14::publish_done_code;
 use tokio::sync::{mpsc, watch};
@@ -65,6 +65,8 @@ pub struct ReceiverConfig {
     pub backups: Vec<Server>,
     /// The AUTHORIZATION TOKEN setup parameter.
     pub auth_token: Option<String>,
+    /// The drafts offered.
+    pub versions: Versions,
     pub prefs: TrackPrefs,
     /// How long to keep trying to get media before giving up with an error.
     pub timeout: Duration,
@@ -77,6 +79,8 @@ pub enum Event {
     Connected {
         url: String,
         peer: std::net::SocketAddr,
+        /// The draft the session speaks.
+        version: Version,
         attempt: u32,
     },
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
@@ -362,6 +366,7 @@ async fn receive(
     let session_config = SessionConfig {
         path: Some(config.server.setup_path.clone()),
         auth_token: config.auth_token.clone(),
+        versions: config.versions,
         ..SessionConfig::default()
     };
     let connecting = moq_session::connect(&config.server.url, &config.server.trust, session_config);
@@ -502,6 +507,7 @@ async fn receive_session(
             let connected = Event::Connected {
                 url: config.server.url.to_string(),
                 peer: session.remote_address(),
+                version: session.version(),
                 attempt: progress.sessions,
             };
             if events.send(connected).await.is_err() {
@@ -1023,6 +1029,7 @@ mod tests {
             server: server(ports[0]),
             backups: ports[1..].iter().map(|&p| server(p)).collect(),
             auth_token: None,
+            versions: Versions::default(),
             prefs: TrackPrefs::default(),
             timeout: Duration::from_secs(10),
         })

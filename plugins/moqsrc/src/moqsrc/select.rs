@@ -140,7 +140,7 @@ pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use moq_media::catalog::{self, TIMESCALE};
+    use moq_media::catalog;
 
     fn video(name: &str, codec: &str) -> TrackEntry {
         TrackEntry {

@@ -1,0 +1,153 @@
+//! The MoQ Transport drafts a session may speak, negotiated by TLS ALPN: the client offers
+//! the ones it allows, the server picks (its order first), and the session uses that
+//! draft's codec for everything after the handshake.
+
+use std::fmt;
+use std::str::FromStr;
+
+use moq_wire::{draft14, draft16};
+
+/// A draft of MoQ Transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// draft-ietf-moq-transport-14, ALPN `moq-00` with the version in SETUP.
+    Draft14,
+    /// draft-ietf-moq-transport-16, ALPN `moqt-16`.
+    Draft16,
+}
+
+impl Version {
+    /// Every draft spoken here, newest first: the default offer and preference.
+    pub const ALL: [Version; 2] = [Version::Draft16, Version::Draft14];
+
+    pub fn alpn(self) -> &'static [u8] {
+        match self {
+            Version::Draft14 => draft14::ALPN,
+            Version::Draft16 => draft16::ALPN,
+        }
+    }
+
+    pub fn from_alpn(alpn: &[u8]) -> Option<Version> {
+        Version::ALL.into_iter().find(|v| v.alpn() == alpn)
+    }
+
+    /// The version number of SETUP (0xff000000 + draft).
+    pub fn code(self) -> u64 {
+        match self {
+            Version::Draft14 => draft14::VERSION,
+            Version::Draft16 => draft16::VERSION,
+        }
+    }
+
+    /// The draft's number: 14, 16.
+    pub fn draft(self) -> u32 {
+        (self.code() & 0xff) as u32
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "draft-{}", self.draft())
+    }
+}
+
+/// [`Versions::default`] as the elements' `versions` property spells it.
+pub const DEFAULT_VERSIONS: &str = "16,14";
+
+/// The drafts an endpoint allows, in order of preference: parsed from draft numbers
+/// separated by commas (`"16,14"`, `"14"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    list: [Version; Version::ALL.len()],
+    len: usize,
+}
+
+impl Versions {
+    pub fn list(&self) -> &[Version] {
+        &self.list[..self.len]
+    }
+
+    /// ALPN tokens to offer or accept, in order.
+    pub fn alpns(&self) -> Vec<Vec<u8>> {
+        self.list().iter().map(|v| v.alpn().to_vec()).collect()
+    }
+
+    /// The draft numbers, as the property shows them (`"16,14"`).
+    pub fn to_list_string(&self) -> String {
+        let numbers: Vec<String> = self.list().iter().map(|v| v.draft().to_string()).collect();
+        numbers.join(",")
+    }
+
+    fn push(&mut self, version: Version) {
+        if !self.list().contains(&version) && self.len < self.list.len() {
+            self.list[self.len] = version;
+            self.len += 1;
+        }
+    }
+}
+
+impl Default for Versions {
+    fn default() -> Versions {
+        Versions {
+            list: Version::ALL,
+            len: Version::ALL.len(),
+        }
+    }
+}
+
+impl From<Version> for Versions {
+    fn from(version: Version) -> Versions {
+        Versions {
+            list: [version; Version::ALL.len()],
+            len: 1,
+        }
+    }
+}
+
+impl FromStr for Versions {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Versions, String> {
+        let mut list: Option<Versions> = None;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let version = Version::ALL
+                .into_iter()
+                .find(|v| v.draft().to_string() == item)
+                .ok_or_else(|| {
+                    format!("unknown MoQ Transport draft {item:?} (supported: 16, 14)")
+                })?;
+            match &mut list {
+                Some(list) => list.push(version),
+                None => list = Some(version.into()),
+            }
+        }
+        list.ok_or_else(|| "no MoQ Transport draft given (supported: 16, 14)".into())
+    }
+}
+
+/// The draft a finished handshake agreed on (its ALPN).
+pub(crate) fn negotiated(conn: &quinn::Connection) -> Option<Version> {
+    let data = conn.handshake_data()?;
+    let data = data
+        .downcast::<quinn::crypto::rustls::HandshakeData>()
+        .ok()?;
+    Version::from_alpn(data.protocol.as_deref()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_in_order_without_repeats() {
+        let v: Versions = "14, 16,14".parse().unwrap();
+        assert_eq!(v.list(), [Version::Draft14, Version::Draft16]);
+        assert_eq!(v.to_list_string(), "14,16");
+        assert_eq!(Versions::default().to_list_string(), DEFAULT_VERSIONS);
+        assert_eq!(v.alpns(), [b"moq-00".to_vec(), b"moqt-16".to_vec()]);
+        assert!("15".parse::<Versions>().unwrap_err().contains("15"));
+        assert!(" , ".parse::<Versions>().is_err());
+        assert_eq!(Version::from_alpn(b"moqt-16"), Some(Version::Draft16));
+        assert_eq!(Version::Draft14.to_string(), "draft-14");
+    }
+}

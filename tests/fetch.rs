@@ -76,21 +76,28 @@ async fn fetched_objects(peer: &RawPeer, request_id: u64) -> Vec<(FetchObjectHea
     }
 }
 
+/// A raw draft-14 peer subscribed to the video of `sender` (filter Largest Object), and
+/// the largest location its SUBSCRIBE_OK announced.
+async fn subscribed_peer(sender: &Sender) -> (RawPeer, Location) {
+    let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
+    peer.setup("/live", 64).await.expect("SETUP");
+    peer.subscribe(0, &live(), "video")
+        .await
+        .expect("SUBSCRIBE");
+    let ControlMessage::SubscribeOk(ok) = reply(&mut peer).await else {
+        panic!("expected SUBSCRIBE_OK");
+    };
+    let largest = ok.largest.expect("the video track has content");
+    (peer, largest)
+}
+
 #[test]
 fn a_joining_fetch_gets_the_head_of_the_current_group() {
     let sender = Sender::start("");
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
     receiver.wait_frames(30, WAIT).expect("plays");
     runtime().block_on(async {
-        let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
-        peer.setup("/live", 64).await.expect("SETUP");
-        peer.subscribe(0, &live(), "video")
-            .await
-            .expect("SUBSCRIBE");
-        let ControlMessage::SubscribeOk(ok) = reply(&mut peer).await else {
-            panic!("expected SUBSCRIBE_OK");
-        };
-        let largest = ok.largest.expect("the video track has content");
+        let (mut peer, largest) = subscribed_peer(&sender).await;
         let joining = JoiningFetch {
             joining_request_id: 0,
             joining_start: 0,
@@ -136,15 +143,7 @@ fn fetches_it_cannot_serve_are_refused_with_the_drafts_codes() {
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
     receiver.wait_frames(30, WAIT).expect("plays");
     runtime().block_on(async {
-        let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
-        peer.setup("/live", 64).await.expect("SETUP");
-        peer.subscribe(0, &live(), "video")
-            .await
-            .expect("SUBSCRIBE");
-        let ControlMessage::SubscribeOk(ok) = reply(&mut peer).await else {
-            panic!("expected SUBSCRIBE_OK");
-        };
-        let largest = ok.largest.expect("the video track has content");
+        let (mut peer, largest) = subscribed_peer(&sender).await;
         // Group IDs come from the stream's timestamps: groups 0 and 1 never existed.
         assert!(largest.group > 1, "{largest:?}");
         let cases = [

@@ -1,12 +1,15 @@
 //! draft-14 codec tests: hand-derived byte vectors, round trips, partial input, malformed input
 //! and a randomised no-panic check.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod fuzz;
 mod malformed;
 mod roundtrip;
 mod samples;
 mod vectors;
 
+use common::Codec;
 use moq_wire::draft14::ControlMessage;
 
 /// Encodes a control message, panicking on failure.
@@ -16,15 +19,10 @@ fn encode(message: &ControlMessage) -> Vec<u8> {
     out
 }
 
-/// Parses hex bytes separated by whitespace, ignoring `//` comments to the end of a line.
-fn hex(s: &str) -> Vec<u8> {
-    let digits: Vec<u8> = s
-        .lines()
-        .flat_map(|line| line.split("//").next().unwrap_or("").bytes())
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
-        .collect()
-}
+/// The draft-14 control-message codec.
+const CODEC: Codec = Codec {
+    encode,
+    decode: ControlMessage::decode,
+    name: ControlMessage::name,
+    message_type: ControlMessage::message_type,
+};

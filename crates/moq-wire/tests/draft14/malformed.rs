@@ -4,22 +4,9 @@
 use moq_wire::draft14::*;
 use moq_wire::{DecodeError, EncodeError};
 
-use super::{encode, hex};
-
-fn violation(result: Result<(ControlMessage, usize), DecodeError>) -> &'static str {
-    match result {
-        Err(DecodeError::ProtocolViolation(why)) => why,
-        other => panic!("expected a protocol violation, got {other:?}"),
-    }
-}
-
-/// Frames a raw payload as a control message of the given type.
-fn framed(message_type: u8, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![message_type];
-    bytes.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    bytes.extend_from_slice(payload);
-    bytes
-}
+use super::common::vectors::{self, subscribe_ok_without_content};
+use super::common::{framed, hex, violation};
+use super::encode;
 
 fn subscribe() -> Subscribe {
     Subscribe {
@@ -259,14 +246,7 @@ fn bad_group_order() {
         violation(ControlMessage::decode(&reply)),
         "group order in a reply must be ascending or descending"
     );
-    let ok = ControlMessage::SubscribeOk(SubscribeOk {
-        request_id: 0,
-        track_alias: 0,
-        expires_ms: 0,
-        group_order: GroupOrder::Publisher,
-        largest: None,
-        params: Parameters::new(),
-    });
+    let ok = ControlMessage::SubscribeOk(subscribe_ok_without_content(0, GroupOrder::Publisher));
     assert!(matches!(
         ok.encode(&mut Vec::new()),
         Err(EncodeError::Invalid(_))
@@ -363,15 +343,7 @@ fn duplicate_parameters() {
 
 #[test]
 fn oversize_message_is_refused_without_output() {
-    let big = Parameters(vec![
-        KeyValuePair::bytes(0x21, vec![0; 40_000]),
-        KeyValuePair::bytes(0x21, vec![0; 40_000]),
-    ]);
-    let message = ControlMessage::PublishNamespace(PublishNamespace {
-        request_id: 0,
-        namespace: TrackNamespace::from_path("a"),
-        params: big,
-    });
+    let message = vectors::oversize_publish_namespace(0x21);
     let mut out = vec![0xaa];
     assert!(matches!(
         message.encode(&mut out),

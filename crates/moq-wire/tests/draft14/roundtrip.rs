@@ -3,25 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use moq_wire::DecodeError;
 use moq_wire::draft14::*;
 
-use super::{encode, samples};
-
-/// Every proper prefix of `bytes` must decode to `Incomplete`.
-fn assert_prefixes_incomplete<T: std::fmt::Debug>(
-    bytes: &[u8],
-    decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
-) {
-    for len in 0..bytes.len() {
-        let result = decode(&bytes[..len]);
-        assert!(
-            matches!(result, Err(DecodeError::Incomplete)),
-            "prefix {len}/{} of {bytes:02x?}: {result:?}",
-            bytes.len()
-        );
-    }
-}
+use super::common::{self, assert_decodes_exactly, assert_decodes_to};
+use super::{CODEC, samples};
 
 #[test]
 fn samples_cover_every_control_message() {
@@ -32,39 +17,7 @@ fn samples_cover_every_control_message() {
     assert_eq!(names.len(), 30, "{names:?}");
 }
 
-#[test]
-fn control_messages_round_trip() {
-    for message in samples::control_messages() {
-        let mut bytes = encode(&message);
-        let len = bytes.len();
-        // Bytes of a following message must be left alone.
-        bytes.extend_from_slice(&[0x03, 0xff]);
-        let (decoded, used) = ControlMessage::decode(&bytes).unwrap();
-        assert_eq!(decoded, message);
-        assert_eq!(used, len, "{}", message.name());
-    }
-}
-
-#[test]
-fn control_message_type_and_length_frame_the_payload() {
-    for message in samples::control_messages() {
-        let bytes = encode(&message);
-        let mut rest = bytes.as_slice();
-        assert_eq!(
-            moq_wire::varint::decode(&mut rest).unwrap(),
-            message.message_type()
-        );
-        let len = u16::from_be_bytes([rest[0], rest[1]]);
-        assert_eq!(usize::from(len), rest.len() - 2, "{}", message.name());
-    }
-}
-
-#[test]
-fn control_message_prefixes_are_incomplete() {
-    for message in samples::control_messages() {
-        assert_prefixes_incomplete(&encode(&message), ControlMessage::decode);
-    }
-}
+common::control_message_tests!(CODEC, samples::control_messages());
 
 #[test]
 fn stream_headers_round_trip() {
@@ -72,16 +25,11 @@ fn stream_headers_round_trip() {
     for header in samples::stream_headers() {
         let mut bytes = Vec::new();
         header.encode(&mut bytes);
-        let len = bytes.len();
-        bytes.push(0x00);
-        let (decoded, used) = DataStreamHeader::decode(&bytes).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(used, len);
+        assert_decodes_exactly(&header, &bytes, &[0x00], DataStreamHeader::decode);
         if let DataStreamHeader::Subgroup(subgroup) = header {
             assert_eq!(u64::from(bytes[0]), subgroup.stream_type());
             types.insert(subgroup.stream_type());
         }
-        assert_prefixes_incomplete(&bytes[..len], DataStreamHeader::decode);
     }
     let expected: BTreeSet<u64> = [
         0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d,
@@ -95,12 +43,7 @@ fn subgroup_objects_round_trip() {
     for (header, extensions_present) in samples::subgroup_objects() {
         let mut bytes = Vec::new();
         header.encode(extensions_present, &mut bytes);
-        let len = bytes.len();
-        bytes.extend_from_slice(b"payload");
-        let (decoded, used) = SubgroupObjectHeader::decode(&bytes, extensions_present).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(used, len);
-        assert_prefixes_incomplete(&bytes[..len], |b| {
+        assert_decodes_exactly(&header, &bytes, b"payload", |b| {
             SubgroupObjectHeader::decode(b, extensions_present)
         });
     }
@@ -111,12 +54,7 @@ fn fetch_objects_round_trip() {
     for header in samples::fetch_objects() {
         let mut bytes = Vec::new();
         header.encode(&mut bytes);
-        let len = bytes.len();
-        bytes.extend_from_slice(b"payload");
-        let (decoded, used) = FetchObjectHeader::decode(&bytes).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(used, len);
-        assert_prefixes_incomplete(&bytes[..len], FetchObjectHeader::decode);
+        assert_decodes_exactly(&header, &bytes, b"payload", FetchObjectHeader::decode);
     }
 }
 
@@ -126,15 +64,10 @@ fn datagrams_round_trip_with_all_ten_types() {
     for header in samples::datagrams() {
         let mut bytes = Vec::new();
         header.encode(&mut bytes);
-        let len = bytes.len();
         types.push(header.datagram_type());
         assert_eq!(u64::from(bytes[0]), header.datagram_type());
-        if header.status.is_none() {
-            bytes.extend_from_slice(b"payload");
-        }
-        let (decoded, payload_at) = DatagramHeader::decode(&bytes).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(payload_at, len);
+        let payload = common::datagram_payload(&header);
+        assert_decodes_to(&header, &bytes, payload, DatagramHeader::decode);
     }
     assert_eq!(
         types,
@@ -167,10 +100,7 @@ fn extension_blocks_round_trip() {
     let block = samples::extension_block();
     assert_eq!(
         decode_extensions(&block).unwrap(),
-        [
-            KeyValuePair::int(0x3c, 2),
-            KeyValuePair::bytes(0x4d, b"trace".to_vec())
-        ]
+        common::samples::extension_pairs()
     );
 }
 

@@ -4,15 +4,11 @@
 
 use moq_wire::draft14::*;
 
-use super::{encode, hex};
+use super::CODEC;
+use super::common::{self, hex, vectors};
 
 fn check_control(message: ControlMessage, expected: &str) {
-    let expected = hex(expected);
-    assert_eq!(encode(&message), expected, "{}", message.name());
-    assert_eq!(
-        ControlMessage::decode(&expected).unwrap(),
-        (message, expected.len())
-    );
+    common::check_control(&CODEC, message, expected);
 }
 
 #[test]
@@ -50,16 +46,7 @@ fn server_setup_selecting_draft_14() {
 #[test]
 fn subscribe_next_group_start() {
     check_control(
-        ControlMessage::Subscribe(Subscribe {
-            request_id: 0,
-            namespace: TrackNamespace::from_path("live/cam"),
-            track_name: b"video".to_vec(),
-            subscriber_priority: 0x80,
-            group_order: GroupOrder::Ascending,
-            forward: true,
-            filter: FilterType::NextGroupStart,
-            params: Parameters::new(),
-        }),
+        vectors::subscribe_live_cam(Parameters::new()),
         "03 00 16              // type SUBSCRIBE, length 22
          00                    // request ID 0
          02                    // namespace of 2 fields
@@ -105,14 +92,10 @@ fn subscribe_absolute_range() {
 #[test]
 fn subscribe_ok_without_content() {
     check_control(
-        ControlMessage::SubscribeOk(SubscribeOk {
-            request_id: 0,
-            track_alias: 0,
-            expires_ms: 0,
-            group_order: GroupOrder::Ascending,
-            largest: None,
-            params: Parameters::new(),
-        }),
+        ControlMessage::SubscribeOk(vectors::subscribe_ok_without_content(
+            0,
+            GroupOrder::Ascending,
+        )),
         "04 00 06   // type SUBSCRIBE_OK, length 6
          00 00 00   // request ID, track alias, expires
          01         // ascending
@@ -124,14 +107,9 @@ fn subscribe_ok_without_content() {
 #[test]
 fn subscribe_ok_with_content() {
     check_control(
-        ControlMessage::SubscribeOk(SubscribeOk {
-            request_id: 2,
-            track_alias: 1,
-            expires_ms: 0,
-            group_order: GroupOrder::Descending,
-            largest: Some(Location::new(300, 5)),
-            params: Parameters::new().with_int(param::MAX_CACHE_DURATION, 10_000),
-        }),
+        vectors::subscribe_ok_with_content(
+            Parameters::new().with_int(param::MAX_CACHE_DURATION, 10_000),
+        ),
         "04 00 0c      // type SUBSCRIBE_OK, length 12
          02 01 00      // request ID 2, track alias 1, expires 0
          02            // descending
@@ -158,11 +136,7 @@ fn publish_done() {
 #[test]
 fn publish_namespace() {
     check_control(
-        ControlMessage::PublishNamespace(PublishNamespace {
-            request_id: 0,
-            namespace: TrackNamespace::from_path("anon/demo"),
-            params: Parameters::new(),
-        }),
+        vectors::publish_namespace(),
         "06 00 0d                        // type PUBLISH_NAMESPACE, length 13
          00                              // request ID 0
          02 04 61 6e 6f 6e 04 64 65 6d 6f // (\"anon\", \"demo\")
@@ -324,15 +298,7 @@ fn fetch_object() {
 
 #[test]
 fn datagrams() {
-    let payload = DatagramHeader {
-        track_alias: 1,
-        group_id: 7,
-        object_id: 0,
-        publisher_priority: 0x80,
-        extensions: Vec::new(),
-        end_of_group: false,
-        status: None,
-    };
+    let payload = vectors::datagram();
     let mut bytes = Vec::new();
     payload.encode(&mut bytes);
     // Type 0x04 (object ID 0 left out), alias 1, group 7, priority 128.

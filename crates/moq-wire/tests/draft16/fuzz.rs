@@ -4,27 +4,8 @@
 use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, RequestKind};
 
+use super::common::fuzz::{self, check_reencodes};
 use super::samples;
-
-/// xorshift64: a small, deterministic generator, enough to spray bytes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-}
 
 /// Every request ID is known, its kind picked by the ID so that all kinds come up.
 fn any_kind(request_id: u64) -> Option<RequestKind> {
@@ -54,17 +35,17 @@ fn priority(track_alias: u64) -> u8 {
 }
 
 fn check_control(bytes: &[u8]) -> usize {
-    let Ok((message, used)) = draft16::decode_control(bytes, &any_kind, &any_namespace) else {
-        return 0;
-    };
-    assert!(used <= bytes.len());
-    let mut again = Vec::new();
-    draft16::encode_control(&message, &any_request_id, &mut again)
-        .unwrap_or_else(|err| panic!("decoded {message:?} does not encode: {err}"));
     // The request ID of a REQUEST_OK / REQUEST_ERROR decides the message, so keep the lookups.
-    let (back, _) = draft16::decode_control(&again, &any_kind, &any_namespace).unwrap();
-    assert_eq!(back, message);
-    1
+    check_reencodes(
+        bytes,
+        |b| draft16::decode_control(b, &any_kind, &any_namespace),
+        |message| {
+            let mut again = Vec::new();
+            draft16::encode_control(message, &any_request_id, &mut again)
+                .unwrap_or_else(|err| panic!("decoded {message:?} does not encode: {err}"));
+            again
+        },
+    )
 }
 
 fn check_data(bytes: &[u8]) -> usize {
@@ -81,14 +62,15 @@ fn check_data(bytes: &[u8]) -> usize {
         }
     }
     for extensions_present in [false, true] {
-        if let Ok((header, used)) = draft16::decode_subgroup_object(bytes, extensions_present) {
-            accepted += 1;
-            assert!(used <= bytes.len());
-            let mut again = Vec::new();
-            draft16::encode_subgroup_object(&header, extensions_present, &mut again).unwrap();
-            let decoded = draft16::decode_subgroup_object(&again, extensions_present);
-            assert_eq!(decoded.unwrap().0, header);
-        }
+        accepted += check_reencodes(
+            bytes,
+            |b| draft16::decode_subgroup_object(b, extensions_present),
+            |header| {
+                let mut again = Vec::new();
+                draft16::encode_subgroup_object(header, extensions_present, &mut again).unwrap();
+                again
+            },
+        );
     }
     accepted += check_fetch_stream(bytes);
     if let Ok((header, payload_at)) = draft16::decode_datagram(bytes, &priority) {
@@ -179,52 +161,20 @@ fn seeds() -> Vec<Vec<u8>> {
 
 #[test]
 fn random_bytes_never_panic() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for _ in 0..100_000 {
-        let len = rng.below(40);
-        let mut bytes: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
-        // Often start with a plausible type so decoding gets past the first byte.
-        if !bytes.is_empty() && rng.below(2) == 0 {
-            bytes[0] = rng.below(0x3e) as u8;
-        }
-        // Control messages need a length that matches what follows.
-        if bytes.len() >= 3 && rng.below(2) == 0 {
-            let payload = (bytes.len() - 3) as u16;
-            bytes[1..3].copy_from_slice(&payload.to_be_bytes());
-        }
-        check_control(&bytes);
-        check_data(&bytes);
-    }
+    fuzz::random_bytes(0x3e, |bytes| {
+        check_control(bytes);
+        check_data(bytes);
+    });
 }
 
 #[test]
 fn mutated_encodings_never_panic() {
-    let seeds = seeds();
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut control = 0;
     let mut data = 0;
-    for _ in 0..100_000 {
-        let mut bytes = seeds[rng.below(seeds.len())].clone();
-        for _ in 0..=rng.below(3) {
-            match rng.below(4) {
-                0 if !bytes.is_empty() => {
-                    let at = rng.below(bytes.len());
-                    bytes[at] = rng.byte();
-                }
-                1 if !bytes.is_empty() => {
-                    let at = rng.below(bytes.len());
-                    bytes[at] ^= 1 << rng.below(8);
-                }
-                2 if !bytes.is_empty() => bytes.truncate(rng.below(bytes.len())),
-                _ => {
-                    let at = rng.below(bytes.len() + 1);
-                    bytes.insert(at, rng.byte());
-                }
-            }
-        }
-        control += check_control(&bytes);
-        data += check_data(&bytes);
-    }
+    fuzz::mutated_seeds(&seeds(), |bytes| {
+        control += check_control(bytes);
+        data += check_data(bytes);
+    });
     // Mutations must often stay decodable, or the re-encode checks above prove nothing.
     assert!(control > 2_000, "only {control} control messages decoded");
     assert!(data > 20_000, "only {data} data headers decoded");

@@ -1,12 +1,15 @@
 //! draft-16 codec tests: hand-derived byte vectors, round trips, partial input, malformed input
 //! and a randomised no-panic check. Messages are the draft-14 model types throughout.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod fuzz;
 mod malformed;
 mod roundtrip;
 mod samples;
 mod vectors;
 
+use common::Codec;
 use moq_wire::DecodeError;
 use moq_wire::draft14::{ControlMessage, TrackNamespace};
 use moq_wire::draft16::{self, Announcer, RequestKind};
@@ -71,15 +74,10 @@ fn decode(bytes: &[u8]) -> Result<(ControlMessage, usize), DecodeError> {
     draft16::decode_control(bytes, &answers, &namespace_of)
 }
 
-/// Parses hex bytes separated by whitespace, ignoring `//` comments to the end of a line.
-fn hex(s: &str) -> Vec<u8> {
-    let digits: Vec<u8> = s
-        .lines()
-        .flat_map(|line| line.split("//").next().unwrap_or("").bytes())
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
-        .collect()
-}
+/// The draft-16 control-message codec, with the sample lookups.
+const CODEC: Codec = Codec {
+    encode,
+    decode,
+    name: draft16::message_name,
+    message_type: |message| draft16::message_type(message).expect("has a draft-16 form"),
+};

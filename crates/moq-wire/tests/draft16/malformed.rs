@@ -7,22 +7,9 @@ use moq_wire::draft16::{
 };
 use moq_wire::{DecodeError, EncodeError};
 
-use super::{decode, encode, hex, ids, try_encode};
-
-fn violation(result: Result<(ControlMessage, usize), DecodeError>) -> &'static str {
-    match result {
-        Err(DecodeError::ProtocolViolation(why)) => why,
-        other => panic!("expected a protocol violation, got {other:?}"),
-    }
-}
-
-/// Frames a raw payload as a control message of the given type.
-fn framed(message_type: u8, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![message_type];
-    bytes.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    bytes.extend_from_slice(payload);
-    bytes
-}
+use super::common::vectors::{self, subscribe_ok_without_content};
+use super::common::{framed, hex, violation};
+use super::{decode, encode, ids, try_encode};
 
 /// A SUBSCRIBE of ("a") "t" with the given parameter block (count included).
 fn subscribe_with(params: &str) -> Vec<u8> {
@@ -284,14 +271,7 @@ fn track_extension_values() {
         "the default group order travels in the group_order field"
     );
     // Replies must state a real order.
-    let ok = ControlMessage::SubscribeOk(SubscribeOk {
-        request_id: 0,
-        track_alias: 0,
-        expires_ms: 0,
-        group_order: GroupOrder::Publisher,
-        largest: None,
-        params: Parameters::new(),
-    });
+    let ok = ControlMessage::SubscribeOk(subscribe_ok_without_content(0, GroupOrder::Publisher));
     assert_eq!(
         invalid(try_encode(&ok)),
         "group order in a reply must be ascending or descending"
@@ -472,15 +452,7 @@ fn messages_without_a_draft16_form() {
 
 #[test]
 fn oversize_message_is_refused_without_output() {
-    let big = Parameters(vec![
-        KeyValuePair::bytes(param::AUTHORIZATION_TOKEN, vec![0; 40_000]),
-        KeyValuePair::bytes(param::AUTHORIZATION_TOKEN, vec![0; 40_000]),
-    ]);
-    let message = ControlMessage::PublishNamespace(PublishNamespace {
-        request_id: 0,
-        namespace: TrackNamespace::from_path("a"),
-        params: big,
-    });
+    let message = vectors::oversize_publish_namespace(param::AUTHORIZATION_TOKEN);
     let mut out = vec![0xaa];
     assert!(matches!(
         draft16::encode_control(&message, &super::request_id_of, &mut out),

@@ -7,23 +7,9 @@ use moq_wire::DecodeError;
 use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, param};
 
+use super::common::{self, assert_decodes_exactly, assert_decodes_to};
 use super::samples::{self, DEFAULT_PRIORITY};
-use super::{decode, encode, ids};
-
-/// Every proper prefix of `bytes` must decode to `Incomplete`.
-fn assert_prefixes_incomplete<T: std::fmt::Debug>(
-    bytes: &[u8],
-    decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
-) {
-    for len in 0..bytes.len() {
-        let result = decode(&bytes[..len]);
-        assert!(
-            matches!(result, Err(DecodeError::Incomplete)),
-            "prefix {len}/{} of {bytes:02x?}: {result:?}",
-            bytes.len()
-        );
-    }
-}
+use super::{CODEC, decode, encode, ids};
 
 fn default_priority(_track_alias: u64) -> u8 {
     DEFAULT_PRIORITY
@@ -45,39 +31,7 @@ fn samples_cover_every_draft16_message() {
     assert_eq!(model.len(), 29, "{model:?}");
 }
 
-#[test]
-fn control_messages_round_trip() {
-    for message in samples::control_messages() {
-        let mut bytes = encode(&message);
-        let len = bytes.len();
-        // Bytes of a following message must be left alone.
-        bytes.extend_from_slice(&[0x03, 0xff]);
-        let (decoded, used) = decode(&bytes).unwrap();
-        assert_eq!(decoded, message, "{}", draft16::message_name(&message));
-        assert_eq!(used, len, "{}", draft16::message_name(&message));
-    }
-}
-
-#[test]
-fn control_message_type_and_length_frame_the_payload() {
-    for message in samples::control_messages() {
-        let bytes = encode(&message);
-        let mut rest = bytes.as_slice();
-        assert_eq!(
-            moq_wire::varint::decode(&mut rest).unwrap(),
-            draft16::message_type(&message).unwrap()
-        );
-        let len = u16::from_be_bytes([rest[0], rest[1]]);
-        assert_eq!(usize::from(len), rest.len() - 2, "{}", message.name());
-    }
-}
-
-#[test]
-fn control_message_prefixes_are_incomplete() {
-    for message in samples::control_messages() {
-        assert_prefixes_incomplete(&encode(&message), decode);
-    }
-}
+common::control_message_tests!(CODEC, samples::control_messages());
 
 #[test]
 fn encoding_failures_write_nothing() {
@@ -293,21 +247,15 @@ fn stream_headers_round_trip() {
     for header in samples::stream_headers() {
         let mut bytes = Vec::new();
         draft16::encode_data_stream_header(&header, Some(DEFAULT_PRIORITY), &mut bytes).unwrap();
-        let len = bytes.len();
-        bytes.push(0x00);
-        let (decoded, used) =
-            draft16::decode_data_stream_header(&bytes, &default_priority).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(used, len);
+        assert_decodes_exactly(&header, &bytes, &[0x00], |b| {
+            draft16::decode_data_stream_header(b, &default_priority)
+        });
         if let DataStreamHeader::Subgroup(subgroup) = header {
             let omitted = subgroup.publisher_priority == DEFAULT_PRIORITY;
             let stream_type = draft16::subgroup_stream_type(&subgroup, omitted);
             assert_eq!(u64::from(bytes[0]), stream_type);
             types.insert(stream_type);
         }
-        assert_prefixes_incomplete(&bytes[..len], |b| {
-            draft16::decode_data_stream_header(b, &default_priority)
-        });
     }
     let expected: BTreeSet<u64> = (0x10..=0x1d)
         .chain(0x30..=0x3d)
@@ -353,12 +301,7 @@ fn subgroup_objects_round_trip() {
     for (header, extensions_present) in samples::subgroup_objects() {
         let mut bytes = Vec::new();
         draft16::encode_subgroup_object(&header, extensions_present, &mut bytes).unwrap();
-        let len = bytes.len();
-        bytes.extend_from_slice(b"payload");
-        let (decoded, used) = draft16::decode_subgroup_object(&bytes, extensions_present).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(used, len);
-        assert_prefixes_incomplete(&bytes[..len], |b| {
+        assert_decodes_exactly(&header, &bytes, b"payload", |b| {
             draft16::decode_subgroup_object(b, extensions_present)
         });
     }
@@ -463,17 +406,14 @@ fn datagrams_round_trip_with_all_types() {
     for header in samples::datagrams() {
         let mut bytes = Vec::new();
         draft16::encode_datagram(&header, Some(DEFAULT_PRIORITY), &mut bytes).unwrap();
-        let len = bytes.len();
         let omitted = header.publisher_priority == DEFAULT_PRIORITY;
         let datagram_type = draft16::datagram_type(&header, omitted);
         assert_eq!(u64::from(bytes[0]), datagram_type);
         types.insert(datagram_type);
-        if header.status.is_none() {
-            bytes.extend_from_slice(b"payload");
-        }
-        let (decoded, payload_at) = draft16::decode_datagram(&bytes, &default_priority).unwrap();
-        assert_eq!(decoded, header);
-        assert_eq!(payload_at, len);
+        let payload = common::datagram_payload(&header);
+        assert_decodes_to(&header, &bytes, payload, |b| {
+            draft16::decode_datagram(b, &default_priority)
+        });
     }
     let expected: BTreeSet<u64> = (0x00..=0x0f)
         .chain([0x20, 0x21, 0x24, 0x25, 0x28, 0x29, 0x2c, 0x2d])
@@ -491,10 +431,7 @@ fn extension_blocks_round_trip() {
     );
     assert_eq!(
         draft16::decode_extensions(&block).unwrap(),
-        [
-            KeyValuePair::int(0x3c, 2),
-            KeyValuePair::bytes(0x4d, b"trace".to_vec())
-        ]
+        common::samples::extension_pairs()
     );
     // Sorted on the way out, repeats kept in order.
     let unsorted = [

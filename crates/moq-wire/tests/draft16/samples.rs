@@ -5,18 +5,10 @@
 use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, extension, param};
 
+use super::common::samples::{self as shared, subscribe};
 use super::ids;
 
-pub fn namespace() -> TrackNamespace {
-    TrackNamespace::from_path("anon/demo")
-}
-
-/// SUBSCRIBE parameters that stay in `params`, in ascending order.
-fn subscribe_params() -> Parameters {
-    Parameters::new()
-        .with_int(param::DELIVERY_TIMEOUT, 250)
-        .with_bytes(param::AUTHORIZATION_TOKEN, b"token".to_vec())
-}
+pub use shared::namespace;
 
 fn auth() -> Parameters {
     Parameters::new().with_bytes(param::AUTHORIZATION_TOKEN, b"token".to_vec())
@@ -33,24 +25,7 @@ fn track_extensions() -> Parameters {
 
 pub fn control_messages() -> Vec<ControlMessage> {
     use ControlMessage as M;
-    let subscribe = |filter| Subscribe {
-        request_id: ids::SUBSCRIBE,
-        namespace: namespace(),
-        track_name: b"video".to_vec(),
-        subscriber_priority: 7,
-        group_order: GroupOrder::Descending,
-        forward: true,
-        filter,
-        params: subscribe_params(),
-    };
-    let subscribe_ok = |largest, group_order, params| SubscribeOk {
-        request_id: ids::SUBSCRIBE,
-        track_alias: 9,
-        expires_ms: 30_000,
-        group_order,
-        largest,
-        params,
-    };
+    let subscribe_ok = shared::subscribe_ok;
     let status_ok = |request_id, largest| SubscribeOk {
         request_id,
         track_alias: 0,
@@ -68,33 +43,26 @@ pub fn control_messages() -> Vec<ControlMessage> {
             draft16::request_update(request_id, ids::SUBSCRIBE, params).expect("valid update"),
         )
     };
-    vec![
-        M::ClientSetup(ClientSetup {
-            versions: vec![draft16::VERSION],
-            params: Parameters::new()
-                .with_bytes(setup_param::PATH, b"/anon".to_vec())
-                .with_int(setup_param::MAX_REQUEST_ID, 128)
-                .with_bytes(setup_param::MOQT_IMPLEMENTATION, b"moq-wire".to_vec()),
-        }),
-        M::ServerSetup(ServerSetup {
-            version: draft16::VERSION,
-            params: Parameters::new().with_int(setup_param::MAX_REQUEST_ID, 64),
-        }),
-        M::Goaway(Goaway {
-            new_session_uri: "moqt://example.invalid/next".into(),
-        }),
-        M::Goaway(Goaway::default()),
-        M::MaxRequestId(MaxRequestId { request_id: 100 }),
-        M::RequestsBlocked(RequestsBlocked {
-            max_request_id: 100,
-        }),
-        M::Subscribe(subscribe(FilterType::NextGroupStart)),
-        M::Subscribe(subscribe(FilterType::LargestObject)),
-        M::Subscribe(subscribe(FilterType::AbsoluteStart(Location::new(3, 1)))),
-        M::Subscribe(subscribe(FilterType::AbsoluteRange {
-            start: Location::new(3, 1),
-            end_group: 900,
-        })),
+    let publish_params = Parameters(vec![
+        KeyValuePair::bytes(param::AUTHORIZATION_TOKEN, b"token".to_vec()),
+        KeyValuePair::int(param::EXPIRES, 5000),
+        KeyValuePair::int(extension::DELIVERY_TIMEOUT, 300),
+        KeyValuePair::int(extension::MAX_CACHE_DURATION, 1000),
+    ]);
+    let extra_ok = M::PublishOk(PublishOk {
+        request_id: ids::PUBLISH + 2,
+        forward: false,
+        subscriber_priority: 128,
+        group_order: GroupOrder::Publisher,
+        filter: FilterType::LargestObject,
+        params: Parameters::new()
+            .with_int(param::DELIVERY_TIMEOUT, 40)
+            .with_int(param::EXPIRES, 60_000)
+            .with_int(param::NEW_GROUP_REQUEST, 3),
+    });
+    let (standalone, fetch_ok) = shared::standalone_fetch(GroupOrder::Ascending, auth());
+    let mut messages = shared::session_and_subscribes(vec![draft16::VERSION], draft16::VERSION);
+    messages.extend([
         // Every term at the value draft-16 assumes when it is absent.
         M::Subscribe(Subscribe {
             request_id: ids::SUBSCRIBE + 2,
@@ -141,79 +109,19 @@ pub fn control_messages() -> Vec<ControlMessage> {
         M::Unsubscribe(Unsubscribe {
             request_id: ids::SUBSCRIBE,
         }),
-        M::PublishDone(PublishDone {
-            request_id: ids::SUBSCRIBE,
-            status: publish_done_code::SUBSCRIPTION_ENDED,
-            stream_count: moq_wire::varint::MAX_VARINT,
-            reason: String::new(),
-        }),
+        M::PublishDone(shared::publish_done()),
         M::PublishDone(PublishDone {
             request_id: ids::SUBSCRIBE,
             status: publish_done_code::MALFORMED_TRACK,
             stream_count: 3,
             reason: "bad".into(),
         }),
-        M::Publish(Publish {
-            request_id: ids::PUBLISH,
-            namespace: namespace(),
-            track_name: b"catalog".to_vec(),
-            track_alias: 2,
-            group_order: GroupOrder::Descending,
-            largest: Some(Location::new(1, 0)),
-            forward: true,
-            params: Parameters(vec![
-                KeyValuePair::bytes(param::AUTHORIZATION_TOKEN, b"token".to_vec()),
-                KeyValuePair::int(param::EXPIRES, 5000),
-                KeyValuePair::int(extension::DELIVERY_TIMEOUT, 300),
-                KeyValuePair::int(extension::MAX_CACHE_DURATION, 1000),
-            ]),
-        }),
-        M::Publish(Publish {
-            request_id: ids::PUBLISH + 2,
-            namespace: namespace(),
-            track_name: Vec::new(),
-            track_alias: 3,
-            group_order: GroupOrder::Ascending,
-            largest: None,
-            forward: false,
-            params: Parameters::new(),
-        }),
-        M::PublishOk(PublishOk {
-            request_id: ids::PUBLISH,
-            forward: true,
-            subscriber_priority: 0,
-            group_order: GroupOrder::Ascending,
-            filter: FilterType::AbsoluteStart(Location::new(0, 0)),
-            params: Parameters::new(),
-        }),
-        M::PublishOk(PublishOk {
-            request_id: ids::PUBLISH + 2,
-            forward: false,
-            subscriber_priority: 128,
-            group_order: GroupOrder::Publisher,
-            filter: FilterType::LargestObject,
-            params: Parameters::new()
-                .with_int(param::DELIVERY_TIMEOUT, 40)
-                .with_int(param::EXPIRES, 60_000)
-                .with_int(param::NEW_GROUP_REQUEST, 3),
-        }),
-        M::PublishError(PublishError {
-            request_id: ids::PUBLISH,
-            code: publish_error::UNINTERESTED,
-            reason: "not now".into(),
-        }),
-        M::Fetch(Fetch {
-            request_id: ids::FETCH - 2,
-            subscriber_priority: 2,
-            group_order: GroupOrder::Ascending,
-            fetch_type: FetchType::Standalone {
-                namespace: namespace(),
-                track_name: b"video".to_vec(),
-                start: Location::new(1, 0),
-                end: Location::new(4, 0),
-            },
-            params: auth(),
-        }),
+    ]);
+    let mut publishes = shared::publishes(ids::PUBLISH, publish_params, ids::PUBLISH);
+    publishes.insert(3, extra_ok);
+    messages.extend(publishes);
+    messages.extend([
+        M::Fetch(standalone),
         M::Fetch(Fetch {
             request_id: ids::FETCH,
             subscriber_priority: 128,
@@ -228,13 +136,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             fetch_type: FetchType::AbsoluteJoining(joining),
             params: Parameters::new(),
         }),
-        M::FetchOk(FetchOk {
-            request_id: ids::FETCH - 2,
-            group_order: GroupOrder::Ascending,
-            end_of_track: true,
-            end_location: Location::new(4, 0),
-            params: Parameters::new(),
-        }),
+        M::FetchOk(fetch_ok),
         M::FetchOk(FetchOk {
             request_id: ids::FETCH,
             group_order: GroupOrder::Descending,
@@ -283,14 +185,11 @@ pub fn control_messages() -> Vec<ControlMessage> {
             code: publish_namespace_error::UNINTERESTED,
             reason: "denied".into(),
         }),
-        M::PublishNamespaceDone(PublishNamespaceDone {
-            namespace: namespace(),
-        }),
-        M::PublishNamespaceCancel(PublishNamespaceCancel {
-            namespace: namespace(),
-            code: publish_namespace_error::EXPIRED_AUTH_TOKEN,
-            reason: "gone".into(),
-        }),
+    ]);
+    messages.extend(shared::namespace_ends(
+        publish_namespace_error::EXPIRED_AUTH_TOKEN,
+    ));
+    messages.extend([
         M::SubscribeNamespace(SubscribeNamespace {
             request_id: ids::SUBSCRIBE_NAMESPACE,
             namespace_prefix: NamespacePrefix(TrackNamespace::from_path("anon")),
@@ -306,12 +205,9 @@ pub fn control_messages() -> Vec<ControlMessage> {
         M::SubscribeNamespaceOk(SubscribeNamespaceOk {
             request_id: ids::SUBSCRIBE_NAMESPACE,
         }),
-        M::SubscribeNamespaceError(SubscribeNamespaceError {
-            request_id: ids::SUBSCRIBE_NAMESPACE,
-            code: subscribe_namespace_error::NAMESPACE_PREFIX_OVERLAP,
-            reason: "overlap".into(),
-        }),
-    ]
+        shared::subscribe_namespace_error(),
+    ]);
+    messages
 }
 
 /// The default publisher priority the data samples use for their track.
@@ -320,57 +216,18 @@ pub const DEFAULT_PRIORITY: u8 = 200;
 /// All twelve subgroup layouts, each with and without its priority byte (the second by
 /// carrying [`DEFAULT_PRIORITY`]), plus a fetch header.
 pub fn stream_headers() -> Vec<DataStreamHeader> {
-    let mut headers = Vec::new();
-    for subgroup_id in [
-        SubgroupId::Zero,
-        SubgroupId::FirstObjectId,
-        SubgroupId::Explicit(77),
-    ] {
-        for extensions_present in [false, true] {
-            for contains_end_of_group in [false, true] {
-                for publisher_priority in [3, DEFAULT_PRIORITY] {
-                    headers.push(DataStreamHeader::Subgroup(SubgroupHeader {
-                        track_alias: 5,
-                        group_id: 1_000_000,
-                        subgroup_id,
-                        publisher_priority,
-                        extensions_present,
-                        contains_end_of_group,
-                    }));
-                }
-            }
-        }
-    }
-    headers.push(DataStreamHeader::Fetch(FetchHeader { request_id: 10 }));
-    headers
+    shared::stream_headers(&[3, DEFAULT_PRIORITY])
 }
 
 /// A draft-16 extension block holding one integer and one byte-string header.
 pub fn extension_block() -> Vec<u8> {
-    draft16::encode_extensions(&[
-        KeyValuePair::int(extension::PRIOR_GROUP_ID_GAP, 2),
-        KeyValuePair::bytes(0x4d, b"trace".to_vec()),
-    ])
-    .unwrap()
+    // PRIOR_GROUP_ID_GAP (0x3c) = 2, then 0x4d = "trace".
+    draft16::encode_extensions(&shared::extension_pairs()).unwrap()
 }
 
 /// Object headers, each with the `extensions_present` flag of the stream it belongs on.
 pub fn subgroup_objects() -> Vec<(SubgroupObjectHeader, bool)> {
-    let object = |extensions: Vec<u8>, payload_len, status| SubgroupObjectHeader {
-        object_id_delta: 3,
-        extensions,
-        payload_len,
-        status,
-    };
-    vec![
-        (object(Vec::new(), 1200, ObjectStatus::Normal), false),
-        (object(Vec::new(), 0, ObjectStatus::Normal), false),
-        (object(Vec::new(), 0, ObjectStatus::EndOfGroup), false),
-        (object(Vec::new(), 0, ObjectStatus::EndOfTrack), true),
-        (object(Vec::new(), 5, ObjectStatus::Normal), true),
-        (object(extension_block(), 5, ObjectStatus::Normal), true),
-        (object(extension_block(), 0, ObjectStatus::Normal), true),
-    ]
+    shared::subgroup_objects(extension_block(), false, ObjectStatus::Normal)
 }
 
 /// A fetch stream's entries that use every serialization flag between them.
@@ -428,34 +285,25 @@ pub fn datagrams() -> Vec<DatagramHeader> {
     let mut headers = Vec::new();
     for publisher_priority in [128, DEFAULT_PRIORITY] {
         for object_id in [9, 0] {
-            for end_of_group in [false, true] {
-                for extensions in [Vec::new(), extension_block()] {
-                    headers.push(DatagramHeader {
-                        track_alias: 5,
-                        group_id: 40,
-                        object_id,
-                        publisher_priority,
-                        extensions,
-                        end_of_group,
-                        status: None,
-                    });
-                }
-            }
+            headers.extend(shared::payload_datagrams(
+                object_id,
+                publisher_priority,
+                &extension_block(),
+            ));
             for extensions in [Vec::new(), extension_block()] {
                 let status = if extensions.is_empty() {
                     ObjectStatus::EndOfGroup
                 } else {
                     ObjectStatus::Normal
                 };
-                headers.push(DatagramHeader {
-                    track_alias: 5,
-                    group_id: 40,
+                let header = shared::datagram(
                     object_id,
                     publisher_priority,
                     extensions,
-                    end_of_group: false,
-                    status: Some(status),
-                });
+                    false,
+                    Some(status),
+                );
+                headers.push(header);
             }
         }
     }

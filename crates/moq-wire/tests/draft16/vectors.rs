@@ -7,17 +7,11 @@ use moq_wire::draft16::{
     self, FetchObject, FetchObjectReader, FetchObjectWriter, extension, param,
 };
 
-use super::{decode, encode, hex, ids};
+use super::common::{self, hex, vectors};
+use super::{CODEC, decode, ids};
 
 fn check_control(message: ControlMessage, expected: &str) {
-    let expected = hex(expected);
-    assert_eq!(
-        encode(&message),
-        expected,
-        "{}",
-        draft16::message_name(&message)
-    );
-    assert_eq!(decode(&expected).unwrap(), (message, expected.len()));
+    common::check_control(&CODEC, message, expected);
 }
 
 #[test]
@@ -55,16 +49,7 @@ fn server_setup() {
 #[test]
 fn subscribe_with_parameters() {
     check_control(
-        ControlMessage::Subscribe(Subscribe {
-            request_id: 0,
-            namespace: TrackNamespace::from_path("live/cam"),
-            track_name: b"video".to_vec(),
-            subscriber_priority: 0x80,
-            group_order: GroupOrder::Ascending,
-            forward: true,
-            filter: FilterType::NextGroupStart,
-            params: Parameters::new().with_int(param::DELIVERY_TIMEOUT, 500),
-        }),
+        vectors::subscribe_live_cam(Parameters::new().with_int(param::DELIVERY_TIMEOUT, 500)),
         "03 00 1a              // type SUBSCRIBE, length 26
          00                    // request ID 0
          02 04 6c 69 76 65 03 63 61 6d  // (\"live\", \"cam\")
@@ -123,14 +108,9 @@ fn subscribe_not_forwarding_from_a_location() {
 #[test]
 fn subscribe_ok_with_content() {
     check_control(
-        ControlMessage::SubscribeOk(SubscribeOk {
-            request_id: 2,
-            track_alias: 1,
-            expires_ms: 0,
-            group_order: GroupOrder::Descending,
-            largest: Some(Location::new(300, 5)),
-            params: Parameters::new().with_int(extension::MAX_CACHE_DURATION, 10_000),
-        }),
+        vectors::subscribe_ok_with_content(
+            Parameters::new().with_int(extension::MAX_CACHE_DURATION, 10_000),
+        ),
         "04 00 0d         // type SUBSCRIBE_OK, length 13
          02 01            // request ID 2, track alias 1
          01               // 1 parameter (expires 0 is left out)
@@ -143,14 +123,10 @@ fn subscribe_ok_with_content() {
 #[test]
 fn subscribe_ok_without_content() {
     check_control(
-        ControlMessage::SubscribeOk(SubscribeOk {
-            request_id: 0,
-            track_alias: 0,
-            expires_ms: 30_000,
-            group_order: GroupOrder::Ascending,
-            largest: None,
-            params: Parameters::new(),
-        }),
+        ControlMessage::SubscribeOk(vectors::subscribe_ok_without_content(
+            30_000,
+            GroupOrder::Ascending,
+        )),
         "04 00 08
          00 00            // request ID, track alias
          01 08 80 00 75 30  // 1 parameter: delta 8, EXPIRES = 30000 (4-byte varint)
@@ -358,11 +334,7 @@ fn publish_ok() {
 #[test]
 fn namespace_messages_by_request_id() {
     check_control(
-        ControlMessage::PublishNamespace(PublishNamespace {
-            request_id: 0,
-            namespace: TrackNamespace::from_path("anon/demo"),
-            params: Parameters::new(),
-        }),
+        vectors::publish_namespace(),
         "06 00 0d 00 02 04 61 6e 6f 6e 04 64 65 6d 6f 00",
     );
     check_control(
@@ -571,15 +543,7 @@ fn fetch_objects_with_each_flag() {
 
 #[test]
 fn datagrams() {
-    let payload = DatagramHeader {
-        track_alias: 1,
-        group_id: 7,
-        object_id: 0,
-        publisher_priority: 128,
-        extensions: Vec::new(),
-        end_of_group: false,
-        status: None,
-    };
+    let payload = vectors::datagram();
     let mut bytes = Vec::new();
     draft16::encode_datagram(&payload, Some(128), &mut bytes).unwrap();
     // Type 0x0c (object ID 0 and priority left out), alias 1, group 7.

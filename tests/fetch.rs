@@ -11,20 +11,8 @@ use moq_media::FrameHeader;
 use moq_soak::peer::RawPeer;
 use moq_wire::draft14::{
     ControlMessage, DataStreamHeader, Fetch, FetchObjectHeader, FetchType, GroupOrder,
-    JoiningFetch, Location, ObjectStatus, Parameters, TrackNamespace, fetch_error,
+    JoiningFetch, Location, ObjectStatus, Parameters, fetch_error,
 };
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-fn live() -> TrackNamespace {
-    TrackNamespace(vec![b"live".to_vec()])
-}
 
 /// The next control message that is not MAX_REQUEST_ID, within 10 s.
 async fn reply(peer: &mut RawPeer) -> ControlMessage {

@@ -18,20 +18,8 @@ use moq_session::{
     parse_namespace,
 };
 use moq_soak::peer::RawPeer;
-use moq_wire::draft14::{ControlMessage, DataStreamHeader, TrackNamespace, session_error};
+use moq_wire::draft14::{ControlMessage, DataStreamHeader, session_error};
 use moq_wire::varint;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-fn live() -> TrackNamespace {
-    TrackNamespace(vec![b"live".to_vec()])
-}
 
 /// The application error code the connection was closed with, waiting up to `timeout`.
 async fn close_code(peer: &RawPeer, timeout: Duration) -> Option<(u64, String)> {

@@ -10,6 +10,20 @@ use std::time::{Duration, Instant};
 
 use gst::prelude::*;
 
+/// A small multi-threaded runtime for tests that drive the session crate directly.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// The namespace a default `Sender` publishes: `live`.
+pub fn live() -> moq_wire::draft14::TrackNamespace {
+    moq_wire::draft14::TrackNamespace(vec![b"live".to_vec()])
+}
+
 /// Upper bound for any single wait in a test.
 pub const WAIT: Duration = Duration::from_secs(30);
 

@@ -3,7 +3,9 @@
 
 usage: report.py DIR [--reading FILE] [--publish REPO]
 
-Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md.
+Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md,
+with a fan-out section when DIR/fanout.json (`moq-bench --fanout`) is there; a directory with
+only fanout.json gets DIR/FANOUT.md.
 A reading (the honest interpretation, written by a person) is taken from --reading FILE or
 DIR/reading.md when present and placed under "Reading". --publish REPO also writes the
 report as REPO/BENCHMARKS.md with its plots and summary.json under REPO/benchmarks/.
@@ -553,6 +555,95 @@ def adaptive_goals(summaries, profiles_dir):
     return md
 
 
+def fanout_section(out):
+    """Fan-out (`moq-bench --fanout`, DIR/fanout.json): one moqsink, N subscribers, directly
+    and through moq-relay; latency, losses, CPU and memory per N."""
+    path = os.path.join(out, "fanout.json")
+    if not os.path.exists(path):
+        return []
+    f = json.load(open(path))
+    clip = f["clip"]
+    builds = [b["label"] for b in f["builds"]]
+    runs = sorted(
+        f["runs"],
+        key=lambda r: (r["path"] != "direct", builds.index(r["build"]) if r["build"] in builds else len(builds), r["subscribers"]),
+    )
+    md = [
+        "## Fan-out",
+        "",
+        f"One sender process plays a {clip['width']}x{clip['height']} H.264 clip ({clip['kbit']:.0f} kbit/s, "
+        f"{clip['fps']} fps, GoP {clip['gop']}, x264 `{clip['x264']}`; encoded once, looped) through "
+        "`appsrc ! h264parse ! moqsink` (default delivery, `sync=true`). N subscribers in the benchmark process, each "
+        "its own QUIC connection (moq-session, nothing decoded), take the `video` track of `live` from the sink "
+        "(`direct`) or through moq-relay (`relay`). Latency = the wall time an object's last byte arrived − its "
+        "frame header's availability time (when the sender had the frame). After all N receive media, "
+        f"{f['warmup_s']} s of warm-up, then {f['measure_s']} s measured: the frames that became available in that "
+        f"window, arriving up to {fmt(f['late_grace_s'])} s after it. Expected = frames in the window × N. CPU = "
+        "utime + stime (`/proc/PID/stat`) of the sender and of moq-relay, each its own process, in % of one core and "
+        "per object the subscribers received; RSS = the largest `VmRSS` sample (1 s) in the window; subscribers' CPU "
+        f"= the benchmark process's. {f['cpus']} CPUs; load average before "
+        f"{' '.join(fmt(v, 2) for v in f['load_before']) if f.get('load_before') else '–'}, after "
+        f"{' '.join(fmt(v, 2) for v in f['load_after']) if f.get('load_after') else '–'}.",
+        "",
+        "| path | build | N | connected | latency p50 (ms) | p99 | worst subscriber p99 | received / expected | lost "
+        "| sender CPU % | sender µs/object | sender RSS (MB) | relay CPU % | relay µs/object | relay RSS (MB) | subscribers' CPU % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        ratio = f"{r['received_ratio']:.2%}" if r.get("received_ratio") is not None else "–"
+        md.append(
+            f"| {r['path']} | {r['build']} | {r['subscribers']} | {r['connected']} | {fmt(r['latency_p50_ms'], 1)} "
+            f"| {fmt(r['latency_p99_ms'], 1)} | {fmt(r['worst_subscriber_p99_ms'], 1)} "
+            f"| {r['objects_received']} / {r['objects_expected']} ({ratio}) | {r['frames_lost']} "
+            f"| {fmt(r['sender_cpu_pct'], 1)} | {fmt(r['sender_cpu_us_per_object'], 1)} | {fmt(r['sender_rss_mb'], 1)} "
+            f"| {fmt(r['relay_cpu_pct'], 1)} | {fmt(r['relay_cpu_us_per_object'], 1)} | {fmt(r['relay_rss_mb'], 1)} "
+            f"| {fmt(r['subscribers_cpu_pct'], 1)} |"
+        )
+    md.append("")
+    if len(builds) > 1:
+        direct = {(r["build"], r["subscribers"]): r for r in runs if r["path"] == "direct"}
+        counts = sorted({n for (_, n) in direct})
+        md.append("Direct, the builds side by side (" + " / ".join(f"`{b}`" for b in builds) + "):")
+        md.append("")
+        md.append("| N | latency p99 (ms) | sender CPU % | sender µs/object | sender RSS (MB) | received / expected |")
+        md.append("|---|---|---|---|---|---|")
+
+        def cells(n, key, digits=1):
+            return " / ".join(fmt(direct[(b, n)][key], digits) if (b, n) in direct else "–" for b in builds)
+
+        for n in counts:
+            received = " / ".join(
+                f"{direct[(b, n)]['received_ratio']:.2%}"
+                if (b, n) in direct and direct[(b, n)].get("received_ratio") is not None
+                else "–"
+                for b in builds
+            )
+            md.append(
+                f"| {n} | {cells(n, 'latency_p99_ms')} | {cells(n, 'sender_cpu_pct')} "
+                f"| {cells(n, 'sender_cpu_us_per_object')} | {cells(n, 'sender_rss_mb')} | {received} |"
+            )
+        md.append("")
+    for t in f["first_p99_over_limit"]:
+        first = f"N = {t['first_n_over']}" if t["first_n_over"] is not None else f"none up to {t['largest_n']}"
+        md.append(f"- p99 > {f['p99_limit_ms']:.0f} ms first at ({t['path']}, {t['build']}): {first}")
+    for failure in f.get("failures", []):
+        md.append(f"- failed: {failure}")
+    md.append("")
+    return md
+
+
+def fanout_only(out):
+    """A directory with only a fan-out run: DIR/FANOUT.md."""
+    md = ["# Fan-out benchmark", ""]
+    md.append("Generated by `moq-bench --fanout` (tools/bench) and `tools/bench/report.py`.")
+    md.append("")
+    md.append(f"- {platform.platform()}, {os.cpu_count()} CPUs")
+    md.append(f"- {command_output(['gst-launch-1.0', '--version'])}")
+    md.append("")
+    md.extend(fanout_section(out))
+    open(os.path.join(out, "FANOUT.md"), "w").write("\n".join(md))
+
+
 def main():
     parser = argparse.ArgumentParser(description="Plots and BENCHMARKS.md from a moq-bench run.")
     parser.add_argument("out", help="the moq-bench --out directory")
@@ -561,6 +652,9 @@ def main():
     args = parser.parse_args()
     out = args.out
     reading_file = args.reading or os.path.join(out, "reading.md")
+    if not os.path.exists(os.path.join(out, "summary.json")) and os.path.exists(os.path.join(out, "fanout.json")):
+        fanout_only(out)
+        return
     summaries = json.load(open(os.path.join(out, "summary.json")))
     all_runs = runs(out)
     plots = os.path.join(out, "plots")
@@ -680,6 +774,7 @@ def main():
     md.extend(av_section(summaries))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
+    md.extend(fanout_section(out))
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):

@@ -5,10 +5,19 @@
 //! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
 //!           [--max-seconds S]
 //!           [--moq-gst PLUGIN_DIR]
+//! moq-bench --fanout --out DIR [--counts 1,10,50,100,200] [--warmup S] [--measure S]
+//!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
 //! ```
 //! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
 //! (linkem logs) and, through `tools/bench/report.py`, plots and `DIR/BENCHMARKS.md`.
+//!
+//! `--fanout` measures instead how many viewers one moqsink serves ([`fanout`]): one
+//! sender process publishing ~1 Mbit/s H.264 at 24 fps, N lightweight subscribers in this
+//! process, directly and through moq-relay; latency, losses, and the sender's and the
+//! relay's CPU and RSS per N, into `DIR/fanout.json` and a printed table
+//! (`tools/bench/report.py DIR` renders it as markdown).
 
+mod fanout;
 mod metrics;
 mod moq_gst;
 mod reference;
@@ -25,6 +34,7 @@ use crate::run::RunSpec;
 use crate::systems::System;
 
 const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--moq-gst DIR]
+       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
@@ -40,6 +50,19 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --moq-gst DIR      also compare moq-gst (moq-dev's plugin, libgstmoq.so in DIR, built by
                      pipelines/install-moq-gst.sh) through moq-relay on the profiles above;
                      added to the default systems, or name it: --systems ..,moq-gst
+
+  --fanout           fan-out instead: one moqsink (its own process, ~1 Mbit/s H.264 at 24 fps,
+                     sync=true) and N subscribers in this process, each its own QUIC connection,
+                     directly and through moq-relay (MOQ_RELAY, else pipelines/install-moq-relay.sh);
+                     latency p50/p99, objects lost, sender and relay CPU and RSS per N into
+                     DIR/fanout.json and a table (~27 s per run: the default 15 take about 7 min)
+  --counts a,b       subscriber counts (default 1,10,50,100,200)
+  --warmup S         seconds after all subscribers receive media before measuring (default 3)
+  --measure S        seconds measured per run (default 20)
+  --sink-plugin-dir DIR  also run the direct fan-out with the moqsink in DIR (libgstmoqsink.so
+                     of another build), side by side with this build's
+  --sink-label NAME  what to call that build in the results (default other)
+  --no-relay         skip the runs through moq-relay
 
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
@@ -69,6 +92,7 @@ const GRID: [&str; 12] = [
     "loss0.01_rtt150",
 ];
 
+#[derive(Debug)]
 struct Options {
     out: PathBuf,
     quick: bool,
@@ -79,6 +103,15 @@ struct Options {
     max_seconds: Option<u64>,
     grid: bool,
     moq_gst: Option<PathBuf>,
+    /// `--fanout`: the fan-out benchmark instead of the link profiles.
+    fanout: Option<fanout::Options>,
+}
+
+fn seconds(flag: &str, value: String) -> Result<u64, String> {
+    match value.parse() {
+        Ok(s) if s > 0 => Ok(s),
+        _ => Err(format!("{flag}: a whole number of seconds above 0")),
+    }
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -92,8 +125,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         max_seconds: None,
         grid: true,
         moq_gst: None,
+        fanout: None,
     };
     let mut systems_given = false;
+    let mut fanout = fanout::Options::default();
+    let (mut fanout_wanted, mut fanout_flag) = (false, None);
+    let mut sink_dir: Option<PathBuf> = None;
+    let mut sink_label = "other".to_owned();
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
@@ -116,12 +154,53 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--no-grid" => o.grid = false,
             "--moq-gst" => o.moq_gst = Some(PathBuf::from(value()?)),
+            "--fanout" => fanout_wanted = true,
+            "--counts" => {
+                fanout.counts = value()?
+                    .split(',')
+                    .map(|n| match n.trim().parse() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => Err(format!("--counts: {n:?} is not a count above 0")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--warmup" => fanout.warmup_s = seconds(&flag, value()?)?,
+            "--measure" => fanout.measure_s = seconds(&flag, value()?)?,
+            "--sink-plugin-dir" => sink_dir = Some(PathBuf::from(value()?)),
+            "--sink-label" => {
+                sink_label = value()?;
+                let fits = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+                if sink_label.is_empty() || !sink_label.chars().all(fits) || sink_label == "current"
+                {
+                    return Err("--sink-label: letters, digits, - _ . (not \"current\")".into());
+                }
+            }
+            "--no-relay" => fanout.relay = false,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
+        if matches!(
+            flag.as_str(),
+            "--counts"
+                | "--warmup"
+                | "--measure"
+                | "--sink-plugin-dir"
+                | "--sink-label"
+                | "--no-relay"
+        ) {
+            fanout_flag = Some(flag);
+        }
+    }
+    match (fanout_wanted, fanout_flag) {
+        (true, _) => {
+            fanout.other_sink = sink_dir.map(|dir| (sink_label, dir));
+            o.fanout = Some(fanout);
+        }
+        (false, Some(flag)) => return Err(format!("{flag} goes with --fanout\n{USAGE}")),
+        (false, None) => {}
     }
     if o.out.as_os_str().is_empty() {
         return Err(format!("--out is required\n{USAGE}"));
@@ -138,13 +217,21 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     Ok(o)
 }
 
-/// The workspace root: the binary lives in `<root>/target/<profile>/`.
+/// The workspace root: the binary lives in `<root>/target/<profile>/`, or (a
+/// `CARGO_TARGET_DIR` elsewhere) the current directory is inside the workspace.
 fn workspace_root() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let cwd = std::env::current_dir().unwrap_or_default();
     exe.ancestors()
+        .chain(cwd.ancestors())
         .find(|d| d.join("pipelines/profiles").is_dir())
         .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{} is not inside the workspace", exe.display()))
+        .ok_or_else(|| {
+            format!(
+                "neither {} nor the current directory is inside the workspace",
+                exe.display()
+            )
+        })
 }
 
 fn init_gstreamer() -> Result<(), String> {
@@ -249,10 +336,17 @@ fn main_inner() -> Result<(), String> {
         args.next();
         return receiver_main(args);
     }
+    if args.peek().map(String::as_str) == Some("fanout-sender") {
+        args.next();
+        return fanout::sender_main(args);
+    }
     let options = parse(args)?;
     let root = workspace_root()?;
     std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
     init_gstreamer()?;
+    if let Some(fanout) = &options.fanout {
+        return fanout::run(&options.out, &root, fanout);
+    }
     let load = |name: &str| {
         Profile::from_file(&root.join(format!("pipelines/profiles/{name}.json")))
             .map_err(|e| e.to_string())
@@ -361,5 +455,43 @@ fn main() {
     if let Err(e) = main_inner() {
         eprintln!("moq-bench: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> impl Iterator<Item = String> {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn fanout_flags() {
+        let o = parse(args("--out x --fanout")).unwrap();
+        assert_eq!(o.fanout, Some(fanout::Options::default()));
+        let o = parse(args(
+            "--fanout --out x --counts 1,5 --warmup 2 --measure 10 --sink-plugin-dir /b --sink-label before --no-relay",
+        ))
+        .unwrap();
+        let f = o.fanout.unwrap();
+        assert_eq!(f.counts, vec![1, 5]);
+        assert_eq!((f.warmup_s, f.measure_s, f.relay), (2, 10, false));
+        assert_eq!(f.other_sink, Some(("before".into(), PathBuf::from("/b"))));
+        assert_eq!(parse(args("--out x")).unwrap().fanout, None);
+        assert!(
+            parse(args("--out x --counts 1"))
+                .unwrap_err()
+                .contains("goes with --fanout")
+        );
+        assert!(parse(args("--out x --fanout --counts 0")).is_err());
+        assert!(parse(args("--out x --fanout --counts a")).is_err());
+        assert!(parse(args("--out x --fanout --measure 0")).is_err());
+        assert!(parse(args("--out x --fanout --sink-label current")).is_err());
+        assert!(parse(args("--out x --fanout --sink-label a/b")).is_err());
+        assert!(parse(args("--out x --fanout --warmup")).is_err());
     }
 }

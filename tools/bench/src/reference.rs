@@ -20,17 +20,47 @@ pub struct Au {
     pub data: Vec<u8>,
 }
 
+/// How a reference is encoded: the picture, the noise patch over it (its side and
+/// position; noise keeps every frame different, so x264 reaches its target rate) and
+/// x264enc's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Encoding {
+    pub width: u32,
+    pub height: u32,
+    pub patch: (u32, u32, u32),
+    pub x264: &'static str,
+}
+
+/// The benchmark's reference: ~600 kbit/s, 24 fps, 320x240, GoP 15, up to 3 B frames.
+pub const BENCH: Encoding = Encoding {
+    width: 320,
+    height: 240,
+    patch: (96, 100, 80),
+    x264: "bitrate=600 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0",
+};
+
 /// Encodes `seconds` of the reference content (a noise patch over a moving ball, so x264
 /// reaches its target rate) at ~600 kbit/s, 24 fps, GoP 15, up to 3 B frames.
 pub fn encode(seconds: u64) -> Result<Vec<Au>, String> {
+    encode_with(seconds, &BENCH)
+}
+
+/// Encodes `seconds` of the reference content at 24 fps with `encoding`.
+pub fn encode_with(seconds: u64, encoding: &Encoding) -> Result<Vec<Au>, String> {
     let frames = seconds * 24;
+    let Encoding {
+        width,
+        height,
+        patch: (side, x, y),
+        x264,
+    } = encoding;
     let description = format!(
-        "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
-         ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
-         ! x264enc bitrate=600 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
+        "compositor name=mix sink_1::xpos={x} sink_1::ypos={y} \
+         ! video/x-raw,format=I420,width={width},height={height},framerate=24/1 \
+         ! x264enc {x264} \
          ! h264parse ! video/x-h264,stream-format=byte-stream,alignment=au ! appsink name=out sync=false \
-         videotestsrc num-buffers={frames} pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
-         videotestsrc num-buffers={frames} pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1"
+         videotestsrc num-buffers={frames} pattern=ball ! video/x-raw,format=I420,width={width},height={height},framerate=24/1 ! mix.sink_0 \
+         videotestsrc num-buffers={frames} pattern=snow ! video/x-raw,format=I420,width={side},height={side},framerate=24/1 ! mix.sink_1"
     );
     let pipeline = gst::parse::launch(&description)
         .map_err(|e| format!("reference encoder: {e}"))?

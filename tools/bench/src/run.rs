@@ -35,7 +35,7 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// CPU time (user + system) of this process or of its waited-for children, s.
-fn cpu_seconds(who: i32) -> f64 {
+pub fn cpu_seconds(who: i32) -> f64 {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes into the struct we own.
     unsafe { libc::getrusage(who, &mut usage) };

@@ -2,7 +2,8 @@
 //!
 //! `moq-soak send` publishes the reference stream through moqsink and prints, one line
 //! each: `listening ADDRESS FINGERPRINT` once, then every second `tick FRAMES STATS` (the
-//! frames moqsink published and its `stats` structure). `moq-soak receive` plays a
+//! frames moqsink published and its `stats` structure); [`serve`] is that loop for any
+//! sender pipeline (moq-bench's fan-out sender runs it too). `moq-soak receive` plays a
 //! moqsrc → avdec_h264 → `fakesink sync=true` pipeline, obeys `pause` / `play` on stdin
 //! and prints `frame WALL_US INDEX DISCONT KEY LATENCY_US` for every buffer moqsrc outputs,
 //! `render WALL_US LATENCY_US` for every picture the sink renders and `state NAME WALL_US`
@@ -67,6 +68,15 @@ pub fn send(port: u16, moqsink_props: &str) -> Result<(), String> {
         .map_err(|e| format!("sender pipeline: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "sender: not a pipeline".to_string())?;
+    serve(&pipeline, true)
+}
+
+/// The sender role's loop for any pipeline with a `moqsink name=sink`: plays it, prints
+/// `listening ADDRESS FINGERPRINT` (a listening sink) or `connected ADDRESS` (a sink
+/// publishing through a relay, on every connection) and, with `ticks`, a `tick` line every
+/// second (reading `stats` costs the sender a little CPU), and runs until stdin closes or
+/// `quit` arrives. Sets the pipeline to NULL when done.
+pub fn serve(pipeline: &gst::Pipeline, ticks: bool) -> Result<(), String> {
     let sink = pipeline.by_name("sink").ok_or("sender: no moqsink")?;
     let commands = stdin_commands();
     let bus = pipeline.bus().ok_or("sender: no bus")?;
@@ -89,15 +99,23 @@ pub fn send(port: u16, moqsink_props: &str) -> Result<(), String> {
                 }
                 if let gst::MessageView::Element(e) = msg.view()
                     && let Some(s) = e.structure()
-                    && s.name() == "moq-listening"
                 {
                     let address = s.get::<String>("address").unwrap_or_default();
-                    let fingerprint = s.get::<String>("fingerprint").unwrap_or_default();
-                    say(&format!("listening {address} {fingerprint}"));
+                    match s.name().as_str() {
+                        "moq-listening" => {
+                            let fingerprint = s.get::<String>("fingerprint").unwrap_or_default();
+                            say(&format!("listening {address} {fingerprint}"));
+                        }
+                        "moq-connected" => say(&format!("connected {address}")),
+                        _ => {}
+                    }
                 }
             }
             if Instant::now() >= next_tick {
                 next_tick += TICK;
+                if !ticks {
+                    continue;
+                }
                 let stats = sink.property::<gst::Structure>("stats");
                 say(&format!("tick {} {stats}", published_frames(&stats)));
             }
@@ -237,6 +255,13 @@ impl SenderProc {
             "--moqsink-props".into(),
             moqsink_props.into(),
         ];
+        SenderProc::spawn(exe, args)
+    }
+
+    /// Starts `exe args...`, a program that prints what [`serve`] prints, and waits until
+    /// its moqsink listens (`listening ADDRESS FINGERPRINT`) or has connected to a relay
+    /// (`connected ADDRESS`: the relay's address, no fingerprint).
+    pub fn spawn(exe: &Path, args: Vec<String>) -> Result<SenderProc, String> {
         // A wrapper (e.g. `heaptrack -o /tmp/sender`) for looking into the sender's heap;
         // the RSS figures are then the wrapper's, not the sender's.
         let mut child = match std::env::var("MOQ_SOAK_SENDER_WRAPPER") {
@@ -255,7 +280,7 @@ impl SenderProc {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(format!(
-                    "sender: not listening after {START_TIMEOUT:?}; stderr:\n{}",
+                    "sender: neither listening nor connected after {START_TIMEOUT:?}; stderr:\n{}",
                     child.stderr_tail()
                 ));
             }
@@ -264,12 +289,15 @@ impl SenderProc {
             };
             let mut words = line.text.split_whitespace();
             match words.next() {
-                Some("listening") => {
+                Some(ready @ ("listening" | "connected")) => {
                     let address = words
                         .next()
                         .and_then(|a| a.parse().ok())
                         .ok_or_else(|| format!("sender: bad line {:?}", line.text))?;
-                    let fingerprint = words.next().unwrap_or_default().to_owned();
+                    let fingerprint = match ready {
+                        "listening" => words.next().unwrap_or_default().to_owned(),
+                        _ => String::new(),
+                    };
                     return Ok(SenderProc {
                         child,
                         address,

@@ -2,7 +2,7 @@
 //! IDs, and dispatch to the publishing and subscribing halves.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use moq_wire::draft14::{
@@ -307,7 +307,29 @@ impl Inner {
     }
 }
 
-impl RequestBook for Inner {
+/// The session's requests as the control codec looks them up. Weak: the codec lives in
+/// the control tasks, which must not keep the session (and its connection) alive.
+struct SessionBook(Weak<Inner>);
+
+impl RequestBook for SessionBook {
+    fn kind_of(&self, request_id: u64) -> Option<draft16::RequestKind> {
+        self.0.upgrade()?.kind_of(request_id)
+    }
+
+    fn namespace_of(&self, request_id: u64) -> Option<wire::TrackNamespace> {
+        self.0.upgrade()?.namespace_of(request_id)
+    }
+
+    fn request_id_of(
+        &self,
+        namespace: &wire::TrackNamespace,
+        announcer: draft16::Announcer,
+    ) -> Option<u64> {
+        self.0.upgrade()?.request_id_of(namespace, announcer)
+    }
+}
+
+impl Inner {
     fn kind_of(&self, request_id: u64) -> Option<draft16::RequestKind> {
         let state = lock(&self.state);
         if state.our_namespaces.contains_key(&request_id) {
@@ -507,7 +529,7 @@ impl Session {
         if inner.publish.is_some() {
             let _ = inner.publisher.set(Publisher::start(&inner, config.limits));
         }
-        let codec = Codec::with_book(version, inner.clone());
+        let codec = Codec::with_book(version, Arc::new(SessionBook(Arc::downgrade(&inner))));
         reader.set_codec(codec.clone());
         tokio::spawn(write_control(conn.clone(), send, codec, control_rx));
         tokio::spawn(run(inner.clone(), reader));

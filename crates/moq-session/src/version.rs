@@ -17,7 +17,7 @@ pub enum Version {
 }
 
 impl Version {
-    /// Every draft spoken here, newest first: the default offer and preference.
+    /// Every draft spoken here, newest first.
     pub const ALL: [Version; 2] = [Version::Draft16, Version::Draft14];
 
     pub fn alpn(self) -> &'static [u8] {
@@ -52,7 +52,7 @@ impl fmt::Display for Version {
 }
 
 /// [`Versions::default`] as the elements' `versions` property spells it.
-pub const DEFAULT_VERSIONS: &str = "16,14";
+pub const DEFAULT_VERSIONS: &str = "14,16";
 
 /// The drafts an endpoint allows, in order of preference: parsed from draft numbers
 /// separated by commas (`"16,14"`, `"14"`).
@@ -86,11 +86,13 @@ impl Versions {
     }
 }
 
+/// Both drafts; a listening endpoint prefers draft-14, the one with the longest record
+/// here (a relay picks by its own order: moq-relay 0.17 takes draft-16).
 impl Default for Versions {
     fn default() -> Versions {
         Versions {
-            list: Version::ALL,
-            len: Version::ALL.len(),
+            list: [Version::Draft14, Version::Draft16],
+            len: 2,
         }
     }
 }

@@ -86,22 +86,6 @@ impl PlayoutClock {
         self.anchor.is_some_and(|a| media < a.media)
     }
 
-    /// How long before its slot a frame of media time `dts` arriving at running time `now`
-    /// is: latency the timeline holds that this frame did not need. `None` without a
-    /// timeline or for a frame at or past its slot.
-    pub fn early_by(&self, dts: i64, now: u64) -> Option<u64> {
-        let slot = Self::map(self.anchor?, dts)?;
-        slot.checked_sub(now).filter(|early| *early > 0)
-    }
-
-    /// Moves the timeline `ns` earlier without a discontinuity: the caller drops `ns` of
-    /// media so nothing overlaps (see [`LatencyShedder`]).
-    pub fn advance(&mut self, ns: u64) {
-        if let Some(anchor) = &mut self.anchor {
-            anchor.running = anchor.running.saturating_sub(ns);
-        }
-    }
-
     /// Stamps a frame of `track` that arrived at running time `now`. `dts`/`pts` are in
     /// timescale units.
     pub fn stamp(&mut self, track: &mut TrackPlayout, dts: i64, pts: i64, now: u64) -> Stamped {
@@ -190,70 +174,6 @@ impl PlayoutClock {
     }
 }
 
-/// Gives back latency a timeline kept after congestion cleared, a frame at a time.
-///
-/// A timeline re-anchors later when its frames come late, and playing at 1× never brings
-/// it back: once the path drains, frames arrive well before their slots and the extra
-/// delay stays for good. Where the video's own jumps cannot move the timeline (audio
-/// leads), the audio track sheds it: when every frame of every track over a window came at
-/// least [`SHED_MARGIN_NS`] early, audio frames of that excess are dropped one at a time,
-/// spaced out, and the timeline moves earlier by each one's duration, so the audio has a
-/// hole of one frame at a time instead of one long jump, and no track is made late. Pure:
-/// the caller passes each frame's earliness and the time.
-#[derive(Debug, Clone, Default)]
-pub struct LatencyShedder {
-    window_start: Option<u64>,
-    /// Smallest earliness seen in the current window.
-    window_min: Option<u64>,
-    /// Earliness still to give back, from the last complete window.
-    budget: u64,
-    last_shed: Option<u64>,
-}
-
-/// Earliness measured over this long before acting on it.
-pub const SHED_WINDOW_NS: u64 = 2_000_000_000;
-/// Earliness kept for arrival jitter (audio objects come in bursts).
-pub const SHED_MARGIN_NS: u64 = 40_000_000;
-/// At most one frame shed per this long.
-pub const SHED_SPACING_NS: u64 = 200_000_000;
-
-impl LatencyShedder {
-    /// A frame of any track arrived at `now`, `early_ns` before its slot (0 when on time
-    /// or late).
-    pub fn observe(&mut self, early_ns: u64, now: u64) {
-        let start = *self.window_start.get_or_insert(now);
-        let min = self.window_min.map_or(early_ns, |m| m.min(early_ns));
-        self.window_min = Some(min);
-        if now.saturating_sub(start) >= SHED_WINDOW_NS {
-            self.budget = min.saturating_sub(SHED_MARGIN_NS);
-            self.window_start = Some(now);
-            self.window_min = None;
-        }
-    }
-
-    /// An audio frame of `frame_ns` arrived at `now`, `early_ns` before its slot: whether
-    /// to drop it and [`advance`](PlayoutClock::advance) the timeline by `frame_ns`.
-    pub fn shed(&mut self, early_ns: u64, frame_ns: u64, now: u64) -> bool {
-        self.observe(early_ns, now);
-        if frame_ns == 0
-            || self.budget < frame_ns
-            || self
-                .last_shed
-                .is_some_and(|t| now.saturating_sub(t) < SHED_SPACING_NS)
-        {
-            return false;
-        }
-        self.budget -= frame_ns;
-        self.last_shed = Some(now);
-        true
-    }
-
-    /// Forget what was measured (the timeline was reset or re-anchored).
-    pub fn reset(&mut self) {
-        *self = LatencyShedder::default();
-    }
-}
-
 /// When a frame re-anchors the timeline (it always does when there is no anchor yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchoring {
@@ -268,81 +188,6 @@ pub enum Anchoring {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const AUDIO_FRAME_NS: u64 = 20 * MS;
-
-    /// Audio frames every 20 ms, each `early(t)` before its slot: which get shed.
-    fn shed_times(early: impl Fn(u64) -> u64, seconds: u64) -> Vec<u64> {
-        let mut shedder = LatencyShedder::default();
-        (0..seconds * 50)
-            .map(|i| i * AUDIO_FRAME_NS)
-            .filter(|&t| shedder.shed(early(t), AUDIO_FRAME_NS, t))
-            .collect()
-    }
-
-    #[test]
-    fn nothing_is_shed_while_another_track_comes_on_time() {
-        let mut shedder = LatencyShedder::default();
-        let shed = (0..20 * 50).any(|i| {
-            let t = i * AUDIO_FRAME_NS;
-            if i % 2 == 0 {
-                shedder.observe(0, t);
-            }
-            shedder.shed(500 * MS, AUDIO_FRAME_NS, t)
-        });
-        assert!(!shed, "the video would be made late");
-    }
-
-    #[test]
-    fn frames_on_time_or_barely_early_shed_nothing() {
-        assert!(shed_times(|_| 0, 20).is_empty());
-        assert!(shed_times(|_| SHED_MARGIN_NS, 20).is_empty());
-        // Jittery arrivals: sometimes on time.
-        assert!(shed_times(|t| if t % (500 * MS) == 0 { 0 } else { 300 * MS }, 20).is_empty());
-    }
-
-    #[test]
-    fn excess_latency_is_shed_a_frame_at_a_time_until_the_margin() {
-        // 500 ms early, and each shed frame makes the following ones 20 ms less early.
-        let mut shedder = LatencyShedder::default();
-        let (mut total, mut times) = (0, Vec::new());
-        for i in 0..30 * 50 {
-            let t = i * AUDIO_FRAME_NS;
-            if shedder.shed((500 * MS).saturating_sub(total), AUDIO_FRAME_NS, t) {
-                total += AUDIO_FRAME_NS;
-                times.push(t);
-            }
-        }
-        assert_eq!(
-            total,
-            500 * MS - SHED_MARGIN_NS,
-            "down to the margin, no further"
-        );
-        assert!(
-            times.first().is_some_and(|t| *t >= SHED_WINDOW_NS),
-            "measures first"
-        );
-        assert!(
-            times.windows(2).all(|w| w[1] - w[0] >= SHED_SPACING_NS),
-            "one frame at a time, spaced"
-        );
-    }
-
-    #[test]
-    fn advancing_moves_later_frames_earlier_without_a_discontinuity() {
-        let mut clock = PlayoutClock::new(100 * MS);
-        let mut a = TrackPlayout::default();
-        let first = clock.stamp(&mut a, 0, 0, 1_000 * MS);
-        assert!(first.discont);
-        // 20 ms of media later, arriving 300 ms before its slot.
-        assert_eq!(clock.early_by(20_000, 720 * MS), Some(300 * MS));
-        assert_eq!(clock.early_by(20_000, 1_020 * MS), None, "on time");
-        // Drop the 20 ms frame and advance: the next one takes its slot.
-        clock.advance(AUDIO_FRAME_NS);
-        let next = clock.stamp(&mut a, 40_000, 40_000, 1_000 * MS);
-        assert_eq!(next.dts, 1_020 * MS);
-        assert!(!next.discont);
-    }
 
     const MS: u64 = 1_000_000;
     const FRAME_US: i64 = 41_667;

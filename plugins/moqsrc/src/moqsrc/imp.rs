@@ -9,7 +9,7 @@ use h264::FrameKind;
 use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
 use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
 use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
-use moq_media::{Anchoring, LatencyShedder, PlayoutClock, ReorderBuffer, TrackPlayout};
+use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
 use moq_session::blocking::Canceller;
 use moq_session::tls::Trust;
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
@@ -88,9 +88,7 @@ const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
 /// With skip-forward and an audio track, audio leads: it plays as soon as it arrives,
 /// re-anchoring only when it is late itself, and video follows its timeline (a late
 /// video frame keeps its slot, a video jump lands on the audio's timeline), so audio
-/// never waits for video nor loses its place when the video skips; once the path
-/// recovers, audio gives back the latency it no longer needs a frame at a time
-/// ([`LatencyShedder`]). Without audio, or
+/// never waits for video nor loses its place when the video skips. Without audio, or
 /// without skip-forward (where everything plays late together), any track's rebuffer or
 /// jump moves the timeline for all, and audio from before a jump is dropped.
 #[derive(Debug)]
@@ -103,8 +101,6 @@ struct Timeline {
     audio_leads: bool,
     /// Running time at which audio last output a frame.
     audio_output_at: Option<u64>,
-    /// Gives back the latency a leading audio track no longer needs (video jumps cannot).
-    shedder: LatencyShedder,
 }
 
 impl Timeline {
@@ -133,30 +129,11 @@ impl Timeline {
             MediaKind::Video if jump => Anchoring::Always,
             MediaKind::Video => Anchoring::WhenLate,
         };
-        if self.audio_leads && kind == MediaKind::Video {
-            let early = self.clock.early_by(h.dts, now).unwrap_or(0);
-            self.shedder.observe(early, now);
-        }
         let stamped = self.clock.stamp_as(track, h.dts, h.pts, now, anchoring);
         if kind == MediaKind::Audio {
             self.audio_output_at = Some(now);
         }
         stamped
-    }
-
-    /// Whether an audio frame arriving at `now` should be dropped to give back latency the
-    /// timeline no longer needs; if so the timeline moves earlier by its duration.
-    fn shed_audio(&mut self, h: &moq_media::FrameHeader, now: u64) -> bool {
-        if !self.audio_leads {
-            return false;
-        }
-        let early = self.clock.early_by(h.dts, now).unwrap_or(0);
-        let duration = h.duration.saturating_mul(1_000);
-        let shed = self.shedder.shed(early, duration, now);
-        if shed {
-            self.clock.advance(duration);
-        }
-        shed
     }
 }
 
@@ -403,7 +380,6 @@ impl MoqSrc {
             generation: 0,
             audio_leads: false,
             audio_output_at: None,
-            shedder: LatencyShedder::default(),
         });
         *lock(&self.catalog) = (0, None);
         *lock(&self.group_id) = Some(gst::GroupId::next());
@@ -750,12 +726,10 @@ impl MoqSrc {
                     };
                     // After a jump the timeline starts at the new anchor: audio of the
                     // media skipped goes with it.
-                    let arrival = self.arrival_running_time(stream, &frame);
-                    let skipped = lock(&self.timeline).as_mut().is_some_and(|t| {
-                        t.clock.is_before_anchor(frame.header.pts)
-                            || t.shed_audio(&frame.header, arrival)
-                    });
-                    if skipped {
+                    let stale = lock(&self.timeline)
+                        .as_ref()
+                        .is_some_and(|t| t.clock.is_before_anchor(frame.header.pts));
+                    if stale {
                         self.dropped(stream, &frame, DropReason::Skipped);
                         continue;
                     }
@@ -790,7 +764,6 @@ impl MoqSrc {
                     timeline.generation = generation;
                     timeline.clock.reset();
                     timeline.audio_output_at = None;
-                    timeline.shedder.reset();
                 }
             }
             Item::Subscribed { epoch, resumes } => {
@@ -890,29 +863,20 @@ impl MoqSrc {
         s.field("tracks", gst::Array::new(tracks)).build()
     }
 
-    /// The running time `frame` arrived at. A live source stamps data with when it arrived,
-    /// not when downstream let us push it: time spent blocked behind the decoder and sink
-    /// is covered by their latency.
-    fn arrival_running_time(&self, stream: &TrackStream, frame: &Frame<Received>) -> u64 {
-        let now = self
-            .obj()
-            .current_running_time()
-            .map_or(0, |t| t.nseconds());
-        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
-        now.saturating_sub(waited)
-    }
-
     fn make_buffer(
         &self,
         stream: &mut TrackStream,
         frame: Frame<Received>,
         jump: bool,
     ) -> gst::Buffer {
-        let arrival = self.arrival_running_time(stream, &frame);
+        // A live source stamps data with when it arrived, not when downstream let us push
+        // it: time spent blocked behind the decoder and sink is covered by their latency.
         let now = self
             .obj()
             .current_running_time()
             .map_or(0, |t| t.nseconds());
+        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
+        let arrival = now.saturating_sub(waited);
         let h = frame.header;
         let stamped = match lock(&self.timeline).as_mut() {
             Some(timeline) => timeline.stamp(stream.kind, &mut stream.playout, &h, arrival, jump),

@@ -72,7 +72,8 @@ fn record_sent(pad: &gst::Pad) -> Shared<Vec<SentFrame>> {
         gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
         move |_, info| {
             if let Some(gst::EventView::Segment(s)) = info.event().map(|e| e.view()) {
-                *segment.lock().unwrap() = s.segment().clone().downcast().ok();
+                *segment.lock().unwrap_or_else(|e| e.into_inner()) =
+                    s.segment().clone().downcast().ok();
             }
             if let Some(buffer) = info.buffer()
                 && let Some(pts) = buffer.pts()
@@ -83,10 +84,13 @@ fn record_sent(pad: &gst::Pad) -> Shared<Vec<SentFrame>> {
                     .as_ref()
                     .and_then(|s| s.to_running_time(pts))
                     .unwrap_or(pts);
-                record.lock().unwrap().push(SentFrame {
-                    pts_us: running.useconds() as i64,
-                    duration_us: buffer.duration().map_or(0, |d| d.useconds() as i64),
-                });
+                record
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(SentFrame {
+                        pts_us: running.useconds() as i64,
+                        duration_us: buffer.duration().map_or(0, |d| d.useconds() as i64),
+                    });
             }
             gst::PadProbeReturn::Ok
         },
@@ -175,12 +179,18 @@ fn record_output(element: &gst::Element, pad: &str, record: Shared<PadRecord>) {
         .expect("pad")
         .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             if let Some(b) = info.buffer() {
-                record.lock().unwrap().outputs.push(OutFrame {
-                    offset: b.offset(),
-                    pts_us: b.pts().map_or(-1, |t| t.useconds() as i64),
-                    duration_us: b.duration().map_or(0, |d| d.useconds() as i64),
-                    discont: b.flags().contains(gst::BufferFlags::DISCONT),
-                });
+                // A probe must not panic (it runs in a streaming thread, across C): a test
+                // that failed while holding the lock leaves it poisoned, not wrong.
+                record
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .outputs
+                    .push(OutFrame {
+                        offset: b.offset(),
+                        pts_us: b.pts().map_or(-1, |t| t.useconds() as i64),
+                        duration_us: b.duration().map_or(0, |d| d.useconds() as i64),
+                        discont: b.flags().contains(gst::BufferFlags::DISCONT),
+                    });
             }
             gst::PadProbeReturn::Ok
         });
@@ -190,7 +200,7 @@ fn record_rendering(element: &gst::Element, record: Shared<PadRecord>) {
     element.static_pad("sink").expect("sink pad").add_probe(
         gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
         move |_, info| {
-            let mut r = record.lock().unwrap();
+            let mut r = record.lock().unwrap_or_else(|e| e.into_inner());
             if info.buffer().is_some() {
                 r.rendered += 1;
             }

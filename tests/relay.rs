@@ -863,3 +863,18 @@ fn our_moqsrc_plays_what_moq_gst_publishes() {
         "DTS never decreases"
     );
 }
+
+/// Draft-16 through moq-relay when both elements opt in: plays, and moqsrc reports it.
+#[test]
+fn draft_16_plays_through_the_relay() {
+    let relay = Relay::start();
+    let _sender = relay.publisher("versions=16,14");
+    let receiver = relay.subscriber("versions=16,14");
+    receiver.wait_frames(48, WAIT).expect("plays over draft-16");
+    let messages = receiver.messages.lock().unwrap().clone();
+    assert!(
+        messages.iter().any(|m| m == "moq-connected draft=16"),
+        "{messages:?}"
+    );
+    assert_decodable(&receiver, "draft-16 through the relay");
+}

@@ -52,7 +52,7 @@ impl fmt::Display for Version {
 }
 
 /// [`Versions::default`] as the elements' `versions` property spells it.
-pub const DEFAULT_VERSIONS: &str = "14,16";
+pub const DEFAULT_VERSIONS: &str = "14";
 
 /// The drafts an endpoint allows, in order of preference: parsed from draft numbers
 /// separated by commas (`"16,14"`, `"14"`).
@@ -86,14 +86,11 @@ impl Versions {
     }
 }
 
-/// Both drafts; a listening endpoint prefers draft-14, the one with the longest record
-/// here (a relay picks by its own order: moq-relay 0.17 takes draft-16).
+/// Draft-14 only: draft-16 is opted into (`"16,14"`) until it has the record draft-14 has
+/// here (a relay offered both picks by its own order: moq-relay 0.17 takes draft-16).
 impl Default for Versions {
     fn default() -> Versions {
-        Versions {
-            list: [Version::Draft14, Version::Draft16],
-            len: 2,
-        }
+        Version::Draft14.into()
     }
 }
 

@@ -5,9 +5,10 @@ mod common;
 use common::*;
 use gst::prelude::*;
 
-#[test]
-fn every_frame_after_joining_is_decoded_in_order() {
-    let sender = Sender::start("");
+/// Sends two seconds with moqsink `sink_props` to one receiver and ends the stream: the
+/// sender and the receiver, which has reached EOS.
+fn play_two_seconds(sink_props: &str) -> (Sender, Receiver) {
+    let sender = Sender::start(sink_props);
     let receiver = Receiver::start(&format!(
         "url={} tls-fingerprint={}",
         sender.url(),
@@ -18,6 +19,12 @@ fn every_frame_after_joining_is_decoded_in_order() {
         .expect("two seconds of frames");
     sender.finish();
     wait_eos(&receiver.pipeline, WAIT).expect("EOS reaches the receiver");
+    (sender, receiver)
+}
+
+#[test]
+fn every_frame_after_joining_is_decoded_in_order() {
+    let (sender, receiver) = play_two_seconds("");
     assert_complete_delivery(&sender.sent(), &receiver);
 }
 
@@ -26,17 +33,7 @@ fn every_frame_after_joining_is_decoded_in_order() {
 /// catalog's clock.
 #[test]
 fn the_hang_format_plays_every_frame_on_our_moqsrc() {
-    let sender = Sender::start("format=hang");
-    let receiver = Receiver::start(&format!(
-        "url={} tls-fingerprint={}",
-        sender.url(),
-        sender.fingerprint()
-    ));
-    receiver
-        .wait_frames(48, WAIT)
-        .expect("two seconds of frames");
-    sender.finish();
-    wait_eos(&receiver.pipeline, WAIT).expect("EOS reaches the receiver");
+    let (sender, receiver) = play_two_seconds("format=hang");
     assert_complete_hang_delivery(&sender.sent(), &receiver);
     let frames = receiver.frames();
     assert!(frames.iter().all(|f| f.availability.is_some()));

@@ -70,6 +70,54 @@ pub enum TrackKind {
     Other,
 }
 
+/// The kinds of media the elements' pads carry: a pad template `<prefix>_%u` each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    Video,
+    Audio,
+}
+
+impl MediaKind {
+    /// The pad template's name prefix, also the first track's name.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            MediaKind::Video => "video",
+            MediaKind::Audio => "audio",
+        }
+    }
+
+    /// The kind of pads made from the template called `template`.
+    pub fn of_template(template: &str) -> Option<MediaKind> {
+        [MediaKind::Video, MediaKind::Audio]
+            .into_iter()
+            .find(|k| template == format!("{}_%u", k.prefix()))
+    }
+
+    /// The default track of pad `<prefix>_<index>`: `video`, then `video-1`, ...
+    pub fn default_track_name(self, index: u32) -> String {
+        match index {
+            0 => self.prefix().to_owned(),
+            n => format!("{}-{n}", self.prefix()),
+        }
+    }
+
+    /// The catalog kind of its tracks.
+    pub fn track_kind(self) -> TrackKind {
+        match self {
+            MediaKind::Video => TrackKind::Video,
+            MediaKind::Audio => TrackKind::Audio,
+        }
+    }
+
+    /// Whether pads of this kind carry `codec`.
+    pub fn carries(self, codec: Codec) -> bool {
+        match self {
+            MediaKind::Video => codec == Codec::H264,
+            MediaKind::Audio => matches!(codec, Codec::Opus | Codec::Aac),
+        }
+    }
+}
+
 /// The codecs the elements carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Codec {

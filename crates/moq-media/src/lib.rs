@@ -29,5 +29,5 @@ pub use catalog::{Catalog, TrackRole};
 pub use header::FrameHeader;
 pub use keyframes::KeyframeRequests;
 pub use mapping::{DeliveryMode, Mapper, Placement};
-pub use playout::{Anchoring, PlayoutClock, TrackPlayout};
+pub use playout::{PlayoutClock, Timeline, TrackPlayout};
 pub use reorder::ReorderBuffer;

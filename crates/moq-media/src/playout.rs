@@ -10,6 +10,8 @@
 //!
 //! No clock is read here: callers pass `now` in nanoseconds of running time.
 
+use crate::catalog::MediaKind;
+
 /// Nanoseconds per catalog timescale unit (µs).
 const NS_PER_UNIT: i64 = 1_000;
 
@@ -79,11 +81,37 @@ impl PlayoutClock {
         anchor.running.checked_add_signed(delta)
     }
 
-    /// Whether media time `media` lies before the anchor: after a jump such media was
-    /// skipped, and a track that still has some drops it rather than moving the timeline
-    /// back.
-    pub fn is_before_anchor(&self, media: i64) -> bool {
-        self.anchor.is_some_and(|a| media < a.media)
+    /// Running time of media time `media` on the current timeline.
+    pub fn slot(&self, media: i64) -> Option<u64> {
+        Self::map(self.anchor?, media)
+    }
+
+    /// When a frame of media time `dts` should leave for downstream, if it is early: a
+    /// `lead_ns` before its slot. Held back until then, a frame stays where a later move
+    /// of the timeline can still reach it.
+    pub fn hold_until(&self, dts: i64, now: u64, lead_ns: u64) -> Option<u64> {
+        self.slot(dts)
+            .filter(|slot| *slot > now.saturating_add(lead_ns))
+            .map(|slot| slot - lead_ns)
+    }
+
+    /// Whether a frame of a track that plays continuously (audio) has lost its place on
+    /// the timeline: its media lies before the anchor (skipped by a jump), or the timeline
+    /// moved earlier and its slot falls more than half its `duration` inside what the
+    /// track already output. Dropping it keeps the track's output free of overlaps.
+    pub fn is_passed(&self, track: &TrackPlayout, dts: i64, duration: u64) -> bool {
+        let Some(anchor) = self.anchor else {
+            return false;
+        };
+        if dts < anchor.media {
+            return true;
+        }
+        let last = track.last_dts.filter(|_| track.resets == self.resets);
+        let half = duration.saturating_mul(NS_PER_UNIT as u64) / 2;
+        match (Self::map(anchor, dts), last) {
+            (Some(slot), Some(last)) => slot < last.saturating_add(half),
+            _ => false,
+        }
     }
 
     /// Stamps a frame of `track` that arrived at running time `now`. `dts`/`pts` are in
@@ -109,21 +137,8 @@ impl PlayoutClock {
         self.stamp_as(track, dts, pts, now, anchoring)
     }
 
-    /// Stamps a frame of a track that follows another track's timeline: it anchors the
-    /// timeline only if there is none, so a late frame keeps its slot (and is `late`) and
-    /// a jump on this track does not move the others.
-    pub fn stamp_following(
-        &mut self,
-        track: &mut TrackPlayout,
-        dts: i64,
-        pts: i64,
-        now: u64,
-    ) -> Stamped {
-        self.stamp_as(track, dts, pts, now, Anchoring::Never)
-    }
-
     /// Stamps a frame, re-anchoring the timeline on it as `anchoring` says.
-    pub fn stamp_as(
+    fn stamp_as(
         &mut self,
         track: &mut TrackPlayout,
         dts: i64,
@@ -176,13 +191,134 @@ impl PlayoutClock {
 
 /// When a frame re-anchors the timeline (it always does when there is no anchor yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Anchoring {
+enum Anchoring {
     /// When it would otherwise be later than the latency allows (a rebuffer).
     WhenLate,
     /// Always: the caller jumped over media.
     Always,
     /// Never: the frame follows the timeline another track sets.
     Never,
+}
+
+/// How long audio keeps the lead after its latest frame: a stalled or ended audio track
+/// must not hold the video to its timeline.
+const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
+
+/// A video jump moves a timeline that audio leads only when it brings playback at
+/// least this much earlier: each such move cuts as much audio.
+pub const MIN_JUMP_GAIN_NS: u64 = 100_000_000;
+
+/// While audio leads, frames leave for downstream this long before their slot at the
+/// earliest, so a video jump that moves the timeline finds little already sent.
+pub const RELEASE_LEAD_NS: u64 = 20_000_000;
+
+/// A broadcast's timeline: which track may move the shared [`PlayoutClock`], and when.
+///
+/// With skip-forward and an audio track, audio leads: it plays as its slots come,
+/// re-anchoring only when it is late itself, and video follows its timeline (a late
+/// video frame keeps its slot), so audio never waits for video. A video jump moves the
+/// timeline only when that brings playback earlier (latency built up behind a congested
+/// link); audio then drops the media the new timeline passed over and goes on without a
+/// hole. Frames are held until just before their slot, so such a move finds little
+/// already sent and the tracks stay in sync across it. Without audio, or without
+/// skip-forward (where everything plays late together), any track's rebuffer or jump
+/// moves the timeline for all, and audio from before a jump is dropped.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    clock: PlayoutClock,
+    /// Audio may lead (skip-forward and an audio track).
+    audio_leads: bool,
+    /// Running time at which audio last output a frame.
+    audio_output_at: Option<u64>,
+}
+
+impl Timeline {
+    pub fn new(latency_ns: u64) -> Timeline {
+        Timeline {
+            clock: PlayoutClock::new(latency_ns),
+            audio_leads: false,
+            audio_output_at: None,
+        }
+    }
+
+    /// Lets audio lead (skip-forward with an audio track) or not.
+    pub fn set_audio_leads(&mut self, leads: bool) {
+        self.audio_leads = leads;
+    }
+
+    /// Forgets the timeline; the next frame of any track plays at once.
+    pub fn reset(&mut self) {
+        self.clock.reset();
+        self.audio_output_at = None;
+    }
+
+    /// See [`PlayoutClock::is_passed`].
+    pub fn is_passed(&self, track: &TrackPlayout, dts: i64, duration: u64) -> bool {
+        self.clock.is_passed(track, dts, duration)
+    }
+
+    /// Whether audio sets the timeline at `now`.
+    fn audio_leading(&self, now: u64) -> bool {
+        self.audio_leads
+            && self
+                .audio_output_at
+                .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
+    }
+
+    /// How a frame of `kind` that arrived at running time `now` may move the timeline.
+    /// Whichever track comes first anchors it: a late joiner through a relay gets the
+    /// video's current GoP from its start, older than the audio, and anchoring it on the
+    /// audio would put that GoP's frames behind the ones already out.
+    fn anchoring(&self, kind: MediaKind, dts: i64, now: u64, jump: bool) -> Anchoring {
+        match kind {
+            MediaKind::Audio => Anchoring::WhenLate,
+            MediaKind::Video if self.audio_leading(now) => {
+                let gain = self.clock.slot(dts).map(|slot| slot.saturating_sub(now));
+                if jump && gain.is_some_and(|g| g > MIN_JUMP_GAIN_NS) {
+                    Anchoring::Always
+                } else {
+                    Anchoring::Never
+                }
+            }
+            MediaKind::Video if jump => Anchoring::Always,
+            MediaKind::Video => Anchoring::WhenLate,
+        }
+    }
+
+    /// Running time until which a frame that arrived at `arrival` should be held at
+    /// `now`, if audio leads and the frame is early.
+    pub fn hold_until(
+        &self,
+        kind: MediaKind,
+        dts: i64,
+        arrival: u64,
+        now: u64,
+        jump: bool,
+    ) -> Option<u64> {
+        if !self.audio_leads || self.anchoring(kind, dts, arrival, jump) == Anchoring::Always {
+            return None;
+        }
+        self.clock.hold_until(dts, now, RELEASE_LEAD_NS)
+    }
+
+    /// Stamps a frame of `kind` that arrived at running time `now`; `jump`: playback
+    /// skipped media to reach it.
+    pub fn stamp(
+        &mut self,
+        kind: MediaKind,
+        track: &mut TrackPlayout,
+        dts: i64,
+        pts: i64,
+        now: u64,
+        jump: bool,
+    ) -> Stamped {
+        let anchoring = self.anchoring(kind, dts, now, jump);
+        let stamped = self.clock.stamp_as(track, dts, pts, now, anchoring);
+        if kind == MediaKind::Audio {
+            self.audio_output_at = Some(now);
+        }
+        stamped
+    }
 }
 
 #[cfg(test)]
@@ -284,8 +420,9 @@ mod tests {
         // plays relative to it, and its next buffer is marked.
         let j = clock.stamp_with(&mut video, 3_000_000, 3_000_000, 400 * MS, true);
         assert!(j.reanchored && j.discont);
-        assert!(clock.is_before_anchor(2_999_999));
-        assert!(!clock.is_before_anchor(3_000_000));
+        let fresh = TrackPlayout::default();
+        assert!(clock.is_passed(&fresh, 2_999_999, 20_000));
+        assert!(!clock.is_passed(&fresh, 3_000_000, 20_000));
         let a = clock.stamp(&mut audio, 3_020_000, 3_020_000, 405 * MS);
         assert!(a.discont && !a.reanchored);
         assert_eq!(a.pts, 400 * MS + 20 * MS);
@@ -303,7 +440,7 @@ mod tests {
         let mut t = TrackPlayout::default();
         clock.stamp(&mut t, 0, 0, 900 * MS);
         clock.reset();
-        assert!(!clock.is_before_anchor(i64::MIN));
+        assert!(!clock.is_passed(&t, i64::MIN, 0));
         // The new timeline may start below the old one's last DTS.
         let s = clock.stamp(&mut t, 0, 0, 500 * MS);
         assert_eq!(s.dts, 500 * MS);
@@ -315,21 +452,179 @@ mod tests {
         let mut clock = PlayoutClock::new(100 * MS);
         let (mut audio, mut video) = (TrackPlayout::default(), TrackPlayout::default());
         // Video comes first and anchors (nothing else has).
-        let v = clock.stamp_following(&mut video, 0, 0, 10 * MS);
+        let v = clock.stamp_as(&mut video, 0, 0, 10 * MS, Anchoring::Never);
         assert!(v.reanchored);
         // Audio, the leading track, re-anchors when late...
         let a = clock.stamp(&mut audio, 100_000, 100_000, 300 * MS);
         assert!(a.reanchored);
         // ... video behind it keeps its slot, marked late, and so does a video jump.
-        let late = clock.stamp_following(&mut video, 41_667, 41_667, 400 * MS);
+        let late = clock.stamp_as(&mut video, 41_667, 41_667, 400 * MS, Anchoring::Never);
         assert!(late.late && !late.reanchored);
         assert_eq!(late.dts, 300 * MS - 58_333_000);
-        let jump = clock.stamp_following(&mut video, 500_000, 500_000, 420 * MS);
+        let jump = clock.stamp_as(&mut video, 500_000, 500_000, 420 * MS, Anchoring::Never);
         assert!(!jump.late && !jump.reanchored);
         assert_eq!(jump.dts, 700 * MS);
         // The leading track still plays on its own timeline.
         let a = clock.stamp(&mut audio, 120_000, 120_000, 320 * MS);
         assert!(!a.reanchored && !a.discont);
         assert_eq!(a.pts, 320 * MS);
+    }
+
+    #[test]
+    fn early_frames_are_held_until_a_lead_before_their_slot() {
+        let mut clock = PlayoutClock::new(100 * MS);
+        let mut a = TrackPlayout::default();
+        assert_eq!(clock.hold_until(0, 0, 20 * MS), None, "no timeline yet");
+        clock.stamp(&mut a, 0, 0, 1_000 * MS);
+        assert_eq!(clock.slot(500_000), Some(1_500 * MS));
+        // Half a second early: held until 20 ms before its slot.
+        assert_eq!(
+            clock.hold_until(500_000, 1_000 * MS, 20 * MS),
+            Some(1_480 * MS)
+        );
+        // Within the lead, or late: it goes now.
+        assert_eq!(clock.hold_until(500_000, 1_490 * MS, 20 * MS), None);
+        assert_eq!(clock.hold_until(500_000, 1_700 * MS, 20 * MS), None);
+    }
+
+    #[test]
+    fn a_timeline_moved_earlier_passes_the_audio_it_would_overlap() {
+        const AUDIO_US: u64 = 20_000;
+        const AUDIO: i64 = AUDIO_US as i64;
+        let mut clock = PlayoutClock::new(100 * MS);
+        let (mut audio, mut video) = (TrackPlayout::default(), TrackPlayout::default());
+        // Audio anchors at 600 ms: frame n (media 20n ms) plays at 600 + 20n ms.
+        for n in 0..10 {
+            let a = clock.stamp(&mut audio, n * AUDIO, n * AUDIO, 600 * MS);
+            assert_eq!(a.dts, (600 + 20 * n as u64) * MS);
+        }
+        // Audio output so far ends at 600 + 200 ms. A video keyframe of media 100 ms
+        // moves the timeline 400 ms earlier: it plays at 300 ms.
+        let k = clock.stamp_with(&mut video, 100_000, 100_000, 300 * MS, true);
+        assert!(k.reanchored);
+        // Media before the keyframe was skipped; media whose new slot lies inside the
+        // audio already out (until 800 ms, i.e. media up to 600 ms) overlaps it.
+        assert!(clock.is_passed(&audio, 80_000, AUDIO_US));
+        assert!(clock.is_passed(&audio, 200_000, AUDIO_US));
+        assert!(clock.is_passed(&audio, 580_000, AUDIO_US));
+        // Within half a frame of the end it plays, and continues the output seamlessly.
+        assert!(!clock.is_passed(&audio, 600_000, AUDIO_US));
+        assert!(!clock.is_passed(&audio, 590_000, AUDIO_US));
+        let next = clock.stamp(&mut audio, 600_000, 600_000, 310 * MS);
+        assert_eq!(next.dts, 800 * MS);
+        assert!(next.discont && !next.reanchored);
+        // The next frame in sequence is never passed.
+        assert!(!clock.is_passed(&audio, 620_000, AUDIO_US));
+    }
+
+    /// An audio-led timeline: audio frame n (20 ms, media 20n ms) arrives on time at
+    /// 1000 + 20n ms, up to media `until_ms`.
+    fn audio_led(until_ms: u64) -> (Timeline, TrackPlayout) {
+        let mut timeline = Timeline::new(100 * MS);
+        timeline.set_audio_leads(true);
+        let mut audio = TrackPlayout::default();
+        for ms in (0..=until_ms).step_by(20) {
+            let media = ms as i64 * 1000;
+            let a = timeline.stamp(
+                MediaKind::Audio,
+                &mut audio,
+                media,
+                media,
+                (1000 + ms) * MS,
+                false,
+            );
+            assert_eq!(a.dts, (1000 + ms) * MS);
+        }
+        (timeline, audio)
+    }
+
+    #[test]
+    fn a_video_jump_that_brings_playback_earlier_moves_an_audio_led_timeline() {
+        let (mut timeline, audio) = audio_led(100);
+        let mut video = TrackPlayout::default();
+        // The keyframe of media 400 ms arrives at 1100 ms: its slot (1400 ms) is 300 ms
+        // away, so the jump moves the timeline and it is not held.
+        assert_eq!(
+            timeline.hold_until(MediaKind::Video, 400_000, 1100 * MS, 1100 * MS, true),
+            None
+        );
+        let k = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            400_000,
+            400_000,
+            1100 * MS,
+            true,
+        );
+        assert!(k.reanchored);
+        assert_eq!(k.dts, 1100 * MS);
+        // Audio skipped over, and audio that would overlap what is out (until 1120 ms),
+        // is passed; the next plays on from there.
+        assert!(timeline.is_passed(&audio, 200_000, 20_000));
+        assert!(timeline.is_passed(&audio, 400_000, 20_000));
+        assert!(!timeline.is_passed(&audio, 420_000, 20_000));
+    }
+
+    #[test]
+    fn a_video_jump_gaining_little_follows_an_audio_led_timeline() {
+        let (mut timeline, _) = audio_led(100);
+        let mut video = TrackPlayout::default();
+        // 50 ms early: not worth cutting audio for. It keeps its slot and is held until
+        // just before it.
+        assert_eq!(
+            timeline.hold_until(MediaKind::Video, 150_000, 1100 * MS, 1100 * MS, true),
+            Some(1150 * MS - RELEASE_LEAD_NS)
+        );
+        let k = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            150_000,
+            150_000,
+            1100 * MS,
+            true,
+        );
+        assert!(!k.reanchored);
+        assert_eq!(k.dts, 1150 * MS);
+        // A late video frame keeps its slot too: audio leads.
+        let late = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            160_000,
+            160_000,
+            1400 * MS,
+            false,
+        );
+        assert!(late.late && !late.reanchored);
+    }
+
+    #[test]
+    fn without_a_leading_audio_track_nothing_is_held_and_jumps_always_move() {
+        let mut timeline = Timeline::new(100 * MS);
+        let mut video = TrackPlayout::default();
+        timeline.stamp(MediaKind::Video, &mut video, 0, 0, 1000 * MS, false);
+        assert_eq!(
+            timeline.hold_until(MediaKind::Video, 500_000, 1000 * MS, 1000 * MS, false),
+            None
+        );
+        let j = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            150_000,
+            150_000,
+            1100 * MS,
+            true,
+        );
+        assert!(j.reanchored);
+        // Audio that led once but stopped over a second ago gives the timeline back.
+        let (mut timeline, _) = audio_led(0);
+        let late = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            40_000,
+            40_000,
+            2500 * MS,
+            false,
+        );
+        assert!(late.reanchored);
     }
 }

@@ -1026,13 +1026,21 @@ fn read_request_error(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessa
     })
 }
 
-/// Turns a draft-14 error message of another kind into the common shape.
-fn as_error(request_id: u64, code: u64, reason: &str) -> SubscribeError {
-    SubscribeError {
+/// Writes a draft-14 error message of another kind than SUBSCRIBE_ERROR as a
+/// REQUEST_ERROR, through the common shape.
+fn write_error_of(
+    kind: RequestKind,
+    request_id: u64,
+    code: u64,
+    reason: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let common = SubscribeError {
         request_id,
         code,
         reason: reason.to_owned(),
-    }
+    };
+    write_request_error(kind, &common, out)
 }
 
 fn write_publish_done(m: &PublishDone, out: &mut Vec<u8>) -> Result<(), EncodeError> {
@@ -1150,24 +1158,24 @@ fn write_payload(
         M::SubscribeNamespaceOk(m) => write_request_ok(m.request_id, Vec::new(), out),
         M::SubscribeError(m) => write_request_error(RequestKind::Subscribe, m, out),
         M::TrackStatusError(m) => write_request_error(RequestKind::TrackStatus, m, out),
-        M::FetchError(m) => write_request_error(
-            RequestKind::Fetch,
-            &as_error(m.request_id, m.code, &m.reason),
-            out,
-        ),
-        M::PublishError(m) => write_request_error(
-            RequestKind::Publish,
-            &as_error(m.request_id, m.code, &m.reason),
-            out,
-        ),
-        M::PublishNamespaceError(m) => write_request_error(
+        M::FetchError(m) => {
+            write_error_of(RequestKind::Fetch, m.request_id, m.code, &m.reason, out)
+        }
+        M::PublishError(m) => {
+            write_error_of(RequestKind::Publish, m.request_id, m.code, &m.reason, out)
+        }
+        M::PublishNamespaceError(m) => write_error_of(
             RequestKind::PublishNamespace,
-            &as_error(m.request_id, m.code, &m.reason),
+            m.request_id,
+            m.code,
+            &m.reason,
             out,
         ),
-        M::SubscribeNamespaceError(m) => write_request_error(
+        M::SubscribeNamespaceError(m) => write_error_of(
             RequestKind::SubscribeNamespace,
-            &as_error(m.request_id, m.code, &m.reason),
+            m.request_id,
+            m.code,
+            &m.reason,
             out,
         ),
         M::PublishNamespaceDone(m) => put(

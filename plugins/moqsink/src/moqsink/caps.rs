@@ -7,24 +7,22 @@ use super::audio::AudioParams;
 pub use super::publisher::MediaKind;
 use super::video::StreamParams;
 
-impl MediaKind {
-    /// What pads of this kind accept.
-    pub fn caps(self) -> gst::Caps {
-        match self {
-            MediaKind::Video => gst::Caps::builder("video/x-h264")
-                .field("stream-format", gst::List::new(["byte-stream", "avc"]))
-                .field("alignment", "au")
-                .build(),
-            MediaKind::Audio => {
-                let mut caps = gst::Caps::new_empty_simple("audio/x-opus");
-                caps.merge(
-                    gst::Caps::builder("audio/mpeg")
-                        .field("mpegversion", 4i32)
-                        .field("stream-format", "raw")
-                        .build(),
-                );
-                caps
-            }
+/// What pads of `kind` accept.
+pub fn pad_caps(kind: MediaKind) -> gst::Caps {
+    match kind {
+        MediaKind::Video => gst::Caps::builder("video/x-h264")
+            .field("stream-format", gst::List::new(["byte-stream", "avc"]))
+            .field("alignment", "au")
+            .build(),
+        MediaKind::Audio => {
+            let mut caps = gst::Caps::new_empty_simple("audio/x-opus");
+            caps.merge(
+                gst::Caps::builder("audio/mpeg")
+                    .field("mpegversion", 4i32)
+                    .field("stream-format", "raw")
+                    .build(),
+            );
+            caps
         }
     }
 }

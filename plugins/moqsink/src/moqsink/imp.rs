@@ -1259,7 +1259,7 @@ impl ElementImpl for MoqSink {
                         &format!("{}_%u", kind.prefix()),
                         gst::PadDirection::Sink,
                         gst::PadPresence::Request,
-                        &kind.caps(),
+                        &caps::pad_caps(kind),
                         MoqSinkPad::static_type(),
                     )
                     .expect("valid pad template")

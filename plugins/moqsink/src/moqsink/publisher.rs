@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+pub use moq_media::catalog::MediaKind;
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry};
 use moq_media::mapping::priority::{self, Urgency};
 use moq_media::{DeliveryMode, FrameHeader, hang};
@@ -30,38 +31,6 @@ pub fn session_priority(u: Urgency) -> Priority {
         class: u.class,
         rank: u.rank,
         publisher: u.publisher,
-    }
-}
-
-/// The two kinds of request pads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MediaKind {
-    Video,
-    Audio,
-}
-
-impl MediaKind {
-    /// The pad template's name prefix, also the first track's name.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            MediaKind::Video => "video",
-            MediaKind::Audio => "audio",
-        }
-    }
-
-    /// The kind of pads made from the template called `template`.
-    pub fn of_template(template: &str) -> Option<MediaKind> {
-        [MediaKind::Video, MediaKind::Audio]
-            .into_iter()
-            .find(|k| template == format!("{}_%u", k.prefix()))
-    }
-
-    /// The default track of pad `<prefix>_<index>`: `video`, then `video-1`, ...
-    pub fn default_track_name(self, index: u32) -> String {
-        match index {
-            0 => self.prefix().to_owned(),
-            n => format!("{}-{n}", self.prefix()),
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use moq_session::blocking::Canceller;
 
-use super::caps::MediaKind;
+use super::caps::{self, MediaKind};
 use super::imp::unix_now_us;
 use super::publisher::{AuTiming, TrackId};
 use crate::RUNTIME;
@@ -121,14 +121,14 @@ mod imp {
         #[allow(clippy::expect_used)]
         fn pad_templates() -> &'static [gst::PadTemplate] {
             static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-                let mut caps = MediaKind::Video.caps();
-                caps.merge(MediaKind::Audio.caps());
+                let mut accepted = caps::pad_caps(MediaKind::Video);
+                accepted.merge(caps::pad_caps(MediaKind::Audio));
                 vec![
                     gst::PadTemplate::new(
                         "sink",
                         gst::PadDirection::Sink,
                         gst::PadPresence::Always,
-                        &caps,
+                        &accepted,
                     )
                     .expect("valid pad template"),
                 ]
@@ -140,7 +140,7 @@ mod imp {
     impl BaseSinkImpl for TrackSink {
         fn caps(&self, filter: Option<&gst::Caps>) -> Option<gst::Caps> {
             let (_, kind) = self.track.get()?;
-            let caps = kind.caps();
+            let caps = caps::pad_caps(*kind);
             Some(match filter {
                 Some(filter) => filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First),
                 None => caps,

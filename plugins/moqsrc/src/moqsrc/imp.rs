@@ -9,7 +9,7 @@ use h264::FrameKind;
 use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
 use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
 use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
-use moq_media::{Anchoring, PlayoutClock, ReorderBuffer, TrackPlayout};
+use moq_media::{ReorderBuffer, Timeline, TrackPlayout};
 use moq_session::blocking::Canceller;
 use moq_session::tls::Trust;
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
@@ -79,62 +79,16 @@ struct Started {
     controls: watch::Sender<Control>,
 }
 
-/// How long audio keeps the lead after its latest frame: a stalled or ended audio track
-/// must not hold the video to its timeline.
-const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
+/// How often a pad holding an early frame looks again: another pad may move the timeline.
+const HOLD_POLL: Duration = Duration::from_millis(10);
 
 /// The broadcast's one timeline, shared by its pads.
-///
-/// With skip-forward and an audio track, audio leads: it plays as soon as it arrives,
-/// re-anchoring only when it is late itself, and video follows its timeline (a late
-/// video frame keeps its slot, a video jump lands on the audio's timeline), so audio
-/// never waits for video nor loses its place when the video skips. Without audio, or
-/// without skip-forward (where everything plays late together), any track's rebuffer or
-/// jump moves the timeline for all, and audio from before a jump is dropped.
 #[derive(Debug)]
-struct Timeline {
-    clock: PlayoutClock,
+struct SharedTimeline {
+    timeline: Timeline,
     /// The latest reset applied: every pad is told of each reset, and the first to act
-    /// on it resets the clock for all.
+    /// on it resets the timeline for all.
     generation: u64,
-    /// Audio may lead (skip-forward and an audio pad).
-    audio_leads: bool,
-    /// Running time at which audio last output a frame.
-    audio_output_at: Option<u64>,
-}
-
-impl Timeline {
-    /// Stamps a frame of `kind` that arrived at running time `now`. Whichever track comes
-    /// first anchors the timeline: a late joiner through a relay gets the video's current
-    /// GoP from its start, older than the audio, and anchoring it on the audio would put
-    /// that GoP's frames behind the ones already out.
-    fn stamp(
-        &mut self,
-        kind: MediaKind,
-        track: &mut TrackPlayout,
-        h: &moq_media::FrameHeader,
-        now: u64,
-        jump: bool,
-    ) -> moq_media::playout::Stamped {
-        let anchoring = match kind {
-            MediaKind::Audio => Anchoring::WhenLate,
-            MediaKind::Video
-                if self.audio_leads
-                    && self
-                        .audio_output_at
-                        .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS) =>
-            {
-                Anchoring::Never
-            }
-            MediaKind::Video if jump => Anchoring::Always,
-            MediaKind::Video => Anchoring::WhenLate,
-        };
-        let stamped = self.clock.stamp_as(track, h.dts, h.pts, now, anchoring);
-        if kind == MediaKind::Audio {
-            self.audio_output_at = Some(now);
-        }
-        stamped
-    }
 }
 
 /// An output pad, as the element keeps track of it.
@@ -185,6 +139,16 @@ struct TrackStream {
     /// Resumes of the element those subscriptions were made after.
     media_resumes: u64,
     stats: Arc<Mutex<ReceiverStats>>,
+    /// The next frame, early: it waits for its slot.
+    held: Option<Held>,
+}
+
+/// A frame that left the reorder buffer before its slot on the timeline.
+struct Held {
+    frame: Frame<Received>,
+    jump: bool,
+    /// When it may leave, ns since the stream's epoch.
+    until: u64,
 }
 
 #[derive(Default)]
@@ -194,7 +158,7 @@ pub struct MoqSrc {
     /// Lock order: `outputs` before `timeline`, `catalog`, `combiner`; none is held
     /// while waiting or pushing.
     outputs: Mutex<Vec<Output>>,
-    timeline: Mutex<Option<Timeline>>,
+    timeline: Mutex<Option<SharedTimeline>>,
     /// The latest catalog and how many have been seen.
     catalog: Mutex<(u64, Option<Catalog>)>,
     combiner: Mutex<gst_base::UniqueFlowCombiner>,
@@ -375,11 +339,9 @@ impl MoqSrc {
             ..Control::default()
         });
         self.canceller.reset();
-        *lock(&self.timeline) = Some(Timeline {
-            clock: PlayoutClock::new(latency_ns),
+        *lock(&self.timeline) = Some(SharedTimeline {
+            timeline: Timeline::new(latency_ns),
             generation: 0,
-            audio_leads: false,
-            audio_output_at: None,
         });
         *lock(&self.catalog) = (0, None);
         *lock(&self.group_id) = Some(gst::GroupId::next());
@@ -518,6 +480,7 @@ impl MoqSrc {
             media_epoch: 0,
             media_resumes: self.resumes.load(Ordering::Relaxed),
             stats: stats.clone(),
+            held: None,
         };
         outputs.push(Output {
             pad: pad.clone(),
@@ -529,7 +492,7 @@ impl MoqSrc {
         if track.kind == MediaKind::Audio
             && let Some(timeline) = lock(&self.timeline).as_mut()
         {
-            timeline.audio_leads = skip_forward;
+            timeline.timeline.set_audio_leads(skip_forward);
         }
         lock(&self.combiner).add_pad(&pad);
         let _ = pad.set_active(true);
@@ -665,9 +628,10 @@ impl MoqSrc {
             if drain_all {
                 return Err(gst::FlowError::Eos);
             }
-            let deadline = match &stream.reorder {
-                Reorder::Video(r) => r.deadline(now),
-                Reorder::Audio(a) => a.deadline(now),
+            let deadline = match (&stream.held, &stream.reorder) {
+                (Some(held), _) => Some(held.until.min(now + HOLD_POLL.as_nanos() as u64)),
+                (None, Reorder::Video(r)) => r.deadline(now),
+                (None, Reorder::Audio(a)) => a.deadline(now),
             }
             .map(|d| stream.epoch + Duration::from_nanos(d));
             let items = &mut stream.items;
@@ -691,16 +655,49 @@ impl MoqSrc {
         }
     }
 
-    /// The next frame of the pad's reorder buffer ready at `now`, as a buffer.
+    /// The next frame ready at `now` (ns since the stream's epoch; `u64::MAX` drains),
+    /// as a buffer.
     fn pop(
         &self,
         stream: &mut TrackStream,
         now: u64,
     ) -> Result<Option<gst::Buffer>, gst::FlowError> {
         loop {
+            let (frame, jump) = match stream.held.take() {
+                Some(held) => (held.frame, held.jump),
+                None => match self.next_frame(stream, now) {
+                    Some(next) => next,
+                    None => return Ok(None),
+                },
+            };
+            // After a jump the timeline starts at the new anchor: audio of the media
+            // skipped, or overlapping what already went out, goes with it.
+            let passed = stream.kind == MediaKind::Audio
+                && lock(&self.timeline).as_ref().is_some_and(|t| {
+                    t.timeline
+                        .is_passed(&stream.playout, frame.header.dts, frame.header.duration)
+                });
+            if passed {
+                self.dropped(stream, &frame, DropReason::Skipped);
+                continue;
+            }
+            if now != u64::MAX
+                && let Some(until) = self.hold_until(stream, &frame, jump)
+            {
+                stream.held = Some(Held { frame, jump, until });
+                return Ok(None);
+            }
+            return Ok(Some(self.make_buffer(stream, frame, jump)));
+        }
+    }
+
+    /// The next frame the pad's reorder buffer releases at `now`, and whether playback
+    /// jumps to it.
+    fn next_frame(&self, stream: &mut TrackStream, now: u64) -> Option<(Frame<Received>, bool)> {
+        loop {
             match &mut stream.reorder {
-                Reorder::Video(reorder) => match reorder.pop(now) {
-                    Some(Popped::Frame { frame, jump }) => {
+                Reorder::Video(reorder) => match reorder.pop(now)? {
+                    Popped::Frame { frame, jump } => {
                         if let Some(jump) = &jump {
                             lock(&stream.stats).jumped(jump);
                             let group = frame.header.base_group;
@@ -713,30 +710,38 @@ impl MoqSrc {
                                     .build(),
                             );
                         }
-                        return Ok(Some(self.make_buffer(stream, frame, jump.is_some())));
+                        return Some((frame, jump.is_some()));
                     }
-                    Some(Popped::Dropped { frame, reason }) => {
-                        self.dropped(stream, &frame, reason);
-                    }
-                    None => return Ok(None),
+                    Popped::Dropped { frame, reason } => self.dropped(stream, &frame, reason),
                 },
-                Reorder::Audio(buffer) => {
-                    let Some(frame) = buffer.pop(now) else {
-                        return Ok(None);
-                    };
-                    // After a jump the timeline starts at the new anchor: audio of the
-                    // media skipped goes with it.
-                    let stale = lock(&self.timeline)
-                        .as_ref()
-                        .is_some_and(|t| t.clock.is_before_anchor(frame.header.pts));
-                    if stale {
-                        self.dropped(stream, &frame, DropReason::Skipped);
-                        continue;
-                    }
-                    return Ok(Some(self.make_buffer(stream, frame, false)));
-                }
+                Reorder::Audio(buffer) => return buffer.pop(now).map(|frame| (frame, false)),
             }
         }
+    }
+
+    /// When (ns since the stream's epoch) an early frame should leave, if it must wait.
+    fn hold_until(&self, stream: &TrackStream, frame: &Frame<Received>, jump: bool) -> Option<u64> {
+        let (now, arrival) = self.running_times(stream, frame);
+        let until = lock(&self.timeline).as_ref()?.timeline.hold_until(
+            stream.kind,
+            frame.header.dts,
+            arrival,
+            now,
+            jump,
+        )?;
+        Some(ns_since(stream.epoch, Instant::now()).saturating_add(until.saturating_sub(now)))
+    }
+
+    /// The running time now, and the one at which `frame` arrived.
+    fn running_times(&self, stream: &TrackStream, frame: &Frame<Received>) -> (u64, u64) {
+        // A live source stamps data with when it arrived, not when downstream let us push
+        // it: time spent blocked behind the decoder and sink is covered by their latency.
+        let now = self
+            .obj()
+            .current_running_time()
+            .map_or(0, |t| t.nseconds());
+        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
+        (now, now.saturating_sub(waited))
     }
 
     fn dropped(&self, stream: &TrackStream, frame: &Frame<Received>, reason: DropReason) {
@@ -754,6 +759,7 @@ impl MoqSrc {
     fn handle_item(&self, stream: &mut TrackStream, item: Item) {
         match item {
             Item::Reset { generation } => {
+                stream.held = None;
                 match &mut stream.reorder {
                     Reorder::Video(r) => r.clear(),
                     Reorder::Audio(a) => a.clear(),
@@ -762,8 +768,7 @@ impl MoqSrc {
                     && generation > timeline.generation
                 {
                     timeline.generation = generation;
-                    timeline.clock.reset();
-                    timeline.audio_output_at = None;
+                    timeline.timeline.reset();
                 }
             }
             Item::Subscribed { epoch, resumes } => {
@@ -869,17 +874,17 @@ impl MoqSrc {
         frame: Frame<Received>,
         jump: bool,
     ) -> gst::Buffer {
-        // A live source stamps data with when it arrived, not when downstream let us push
-        // it: time spent blocked behind the decoder and sink is covered by their latency.
-        let now = self
-            .obj()
-            .current_running_time()
-            .map_or(0, |t| t.nseconds());
-        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
-        let arrival = now.saturating_sub(waited);
+        let (now, arrival) = self.running_times(stream, &frame);
         let h = frame.header;
         let stamped = match lock(&self.timeline).as_mut() {
-            Some(timeline) => timeline.stamp(stream.kind, &mut stream.playout, &h, arrival, jump),
+            Some(shared) => shared.timeline.stamp(
+                stream.kind,
+                &mut stream.playout,
+                h.dts,
+                h.pts,
+                arrival,
+                jump,
+            ),
             None => moq_media::playout::Stamped {
                 dts: arrival,
                 pts: arrival,

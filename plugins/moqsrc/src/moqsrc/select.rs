@@ -1,36 +1,7 @@
 //! Which of a catalog's tracks to play. Free of GStreamer.
 
+pub use moq_media::catalog::MediaKind;
 use moq_media::catalog::{Catalog, Codec, Container, TrackEntry, TrackKind};
-
-/// The two kinds of output pads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MediaKind {
-    Video,
-    Audio,
-}
-
-impl MediaKind {
-    pub fn prefix(self) -> &'static str {
-        match self {
-            MediaKind::Video => "video",
-            MediaKind::Audio => "audio",
-        }
-    }
-
-    fn track_kind(self) -> TrackKind {
-        match self {
-            MediaKind::Video => TrackKind::Video,
-            MediaKind::Audio => TrackKind::Audio,
-        }
-    }
-
-    fn carries(self, codec: Codec) -> bool {
-        match self {
-            MediaKind::Video => codec == Codec::H264,
-            MediaKind::Audio => matches!(codec, Codec::Opus | Codec::Aac),
-        }
-    }
-}
 
 /// Which track of a kind to play (the `video-track` / `audio-track` properties).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

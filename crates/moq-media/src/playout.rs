@@ -10,6 +10,8 @@
 //!
 //! No clock is read here: callers pass `now` in nanoseconds of running time.
 
+use std::collections::VecDeque;
+
 use crate::catalog::MediaKind;
 
 /// Nanoseconds per catalog timescale unit (µs).
@@ -96,19 +98,23 @@ impl PlayoutClock {
     }
 
     /// Whether a frame of a track that plays continuously (audio) has lost its place on
-    /// the timeline: its media lies before the anchor (skipped by a jump), or the timeline
-    /// moved earlier and its slot falls more than half its `duration` inside what the
-    /// track already output. Dropping it keeps the track's output free of overlaps.
+    /// the timeline: its media lies before the anchor (skipped by a jump), or it
+    /// [overlaps](Self::overlaps_output) what the track already output.
     pub fn is_passed(&self, track: &TrackPlayout, dts: i64, duration: u64) -> bool {
-        let Some(anchor) = self.anchor else {
-            return false;
-        };
-        if dts < anchor.media {
-            return true;
-        }
+        self.is_before_anchor(dts) || self.overlaps_output(track, dts, duration)
+    }
+
+    fn is_before_anchor(&self, media: i64) -> bool {
+        self.anchor.is_some_and(|a| media < a.media)
+    }
+
+    /// Whether the timeline moved earlier and a frame's slot now falls more than half its
+    /// `duration` inside what the track already output: dropping it keeps the track's
+    /// output free of overlaps.
+    pub fn overlaps_output(&self, track: &TrackPlayout, dts: i64, duration: u64) -> bool {
         let last = track.last_dts.filter(|_| track.resets == self.resets);
         let half = duration.saturating_mul(NS_PER_UNIT as u64) / 2;
-        match (Self::map(anchor, dts), last) {
+        match (self.slot(dts), last) {
             (Some(slot), Some(last)) => slot < last.saturating_add(half),
             _ => false,
         }
@@ -208,6 +214,9 @@ const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
 /// least this much earlier: each such move cuts as much audio.
 pub const MIN_JUMP_GAIN_NS: u64 = 100_000_000;
 
+/// How far back a video jump looks at how early the audio came.
+pub const AUDIO_SLACK_WINDOW_NS: u64 = 3_000_000_000;
+
 /// While audio leads, frames leave for downstream this long before their slot at the
 /// earliest, so a video jump that moves the timeline finds little already sent.
 pub const RELEASE_LEAD_NS: u64 = 20_000_000;
@@ -218,8 +227,9 @@ pub const RELEASE_LEAD_NS: u64 = 20_000_000;
 /// re-anchoring only when it is late itself, and video follows its timeline (a late
 /// video frame keeps its slot), so audio never waits for video. A video jump moves the
 /// timeline only when that brings playback earlier (latency built up behind a congested
-/// link); audio then drops the media the new timeline passed over and goes on without a
-/// hole. Frames are held until just before their slot, so such a move finds little
+/// link), by no more than the audio came early over the last seconds (or the next audio
+/// as late would rebuffer); audio then drops what would overlap its output and goes on
+/// without a hole. Frames are held until just before their slot, so such a move finds little
 /// already sent and the tracks stay in sync across it. Without audio, or without
 /// skip-forward (where everything plays late together), any track's rebuffer or jump
 /// moves the timeline for all, and audio from before a jump is dropped.
@@ -230,6 +240,10 @@ pub struct Timeline {
     audio_leads: bool,
     /// Running time at which audio last output a frame.
     audio_output_at: Option<u64>,
+    /// How early audio came (slot − arrival, ns; negative: late) over the last
+    /// [`AUDIO_SLACK_WINDOW_NS`], by arrival: a jump moves the timeline no earlier than
+    /// the audio path allowed lately, or the next audio to come as late would rebuffer.
+    audio_slack: VecDeque<(u64, i64)>,
 }
 
 impl Timeline {
@@ -238,6 +252,7 @@ impl Timeline {
             clock: PlayoutClock::new(latency_ns),
             audio_leads: false,
             audio_output_at: None,
+            audio_slack: VecDeque::new(),
         }
     }
 
@@ -250,11 +265,20 @@ impl Timeline {
     pub fn reset(&mut self) {
         self.clock.reset();
         self.audio_output_at = None;
+        self.audio_slack.clear();
     }
 
-    /// See [`PlayoutClock::is_passed`].
+    /// Whether an audio frame has lost its place on the timeline. While audio leads, only
+    /// what would overlap the audio already out: after a video jump moved the timeline
+    /// earlier, the audio from before the jump that still fits (the audio pad runs behind
+    /// its slots by what the sink buffers) plays up to it, so the cut leaves no hole.
+    /// Otherwise also all media from before the anchor ([`PlayoutClock::is_passed`]).
     pub fn is_passed(&self, track: &TrackPlayout, dts: i64, duration: u64) -> bool {
-        self.clock.is_passed(track, dts, duration)
+        if self.audio_leads {
+            self.clock.overlaps_output(track, dts, duration)
+        } else {
+            self.clock.is_passed(track, dts, duration)
+        }
     }
 
     /// Whether audio sets the timeline at `now`.
@@ -265,23 +289,35 @@ impl Timeline {
                 .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
     }
 
-    /// How a frame of `kind` that arrived at running time `now` may move the timeline.
-    /// Whichever track comes first anchors it: a late joiner through a relay gets the
-    /// video's current GoP from its start, older than the audio, and anchoring it on the
-    /// audio would put that GoP's frames behind the ones already out.
-    fn anchoring(&self, kind: MediaKind, dts: i64, now: u64, jump: bool) -> Anchoring {
+    /// How a frame of `kind` that arrived at running time `now` may move the timeline,
+    /// and the running time a new anchor gets. Whichever track comes first anchors it: a
+    /// late joiner through a relay gets the video's current GoP from its start, older
+    /// than the audio, and anchoring it on the audio would put that GoP's frames behind
+    /// the ones already out.
+    fn anchoring(&self, kind: MediaKind, dts: i64, now: u64, jump: bool) -> (Anchoring, u64) {
         match kind {
-            MediaKind::Audio => Anchoring::WhenLate,
+            MediaKind::Audio => (Anchoring::WhenLate, now),
             MediaKind::Video if self.audio_leading(now) => {
-                let gain = self.clock.slot(dts).map(|slot| slot.saturating_sub(now));
-                if jump && gain.is_some_and(|g| g > MIN_JUMP_GAIN_NS) {
-                    Anchoring::Always
-                } else {
-                    Anchoring::Never
+                let slot = self.clock.slot(dts).filter(|_| jump);
+                // How much earlier the jump may bring playback: down to its own arrival,
+                // but no further than the audio came early lately.
+                let slack = self
+                    .audio_slack
+                    .iter()
+                    .filter(|(at, _)| at.saturating_add(AUDIO_SLACK_WINDOW_NS) >= now)
+                    .map(|(_, early)| *early)
+                    .min()
+                    .unwrap_or(0)
+                    .max(0) as u64;
+                match slot.map(|slot| (slot, slot.saturating_sub(now).min(slack))) {
+                    Some((slot, gain)) if gain > MIN_JUMP_GAIN_NS => {
+                        (Anchoring::Always, slot - gain)
+                    }
+                    _ => (Anchoring::Never, now),
                 }
             }
-            MediaKind::Video if jump => Anchoring::Always,
-            MediaKind::Video => Anchoring::WhenLate,
+            MediaKind::Video if jump => (Anchoring::Always, now),
+            MediaKind::Video => (Anchoring::WhenLate, now),
         }
     }
 
@@ -295,10 +331,15 @@ impl Timeline {
         now: u64,
         jump: bool,
     ) -> Option<u64> {
-        if !self.audio_leads || self.anchoring(kind, dts, arrival, jump) == Anchoring::Always {
+        if !self.audio_leads {
             return None;
         }
-        self.clock.hold_until(dts, now, RELEASE_LEAD_NS)
+        match self.anchoring(kind, dts, arrival, jump) {
+            (Anchoring::Always, at) => {
+                (at > now.saturating_add(RELEASE_LEAD_NS)).then(|| at - RELEASE_LEAD_NS)
+            }
+            _ => self.clock.hold_until(dts, now, RELEASE_LEAD_NS),
+        }
     }
 
     /// Stamps a frame of `kind` that arrived at running time `now`; `jump`: playback
@@ -312,10 +353,19 @@ impl Timeline {
         now: u64,
         jump: bool,
     ) -> Stamped {
-        let anchoring = self.anchoring(kind, dts, now, jump);
-        let stamped = self.clock.stamp_as(track, dts, pts, now, anchoring);
+        let (anchoring, at) = self.anchoring(kind, dts, now, jump);
+        let stamped = self.clock.stamp_as(track, dts, pts, at, anchoring);
         if kind == MediaKind::Audio {
             self.audio_output_at = Some(now);
+            let early = stamped.dts as i64 - now as i64;
+            self.audio_slack.push_back((now, early));
+            while self
+                .audio_slack
+                .front()
+                .is_some_and(|(t, _)| t.saturating_add(AUDIO_SLACK_WINDOW_NS) < now)
+            {
+                self.audio_slack.pop_front();
+            }
         }
         stamped
     }
@@ -517,20 +567,22 @@ mod tests {
         assert!(!clock.is_passed(&audio, 620_000, AUDIO_US));
     }
 
-    /// An audio-led timeline: audio frame n (20 ms, media 20n ms) arrives on time at
-    /// 1000 + 20n ms, up to media `until_ms`.
-    fn audio_led(until_ms: u64) -> (Timeline, TrackPlayout) {
+    /// An audio-led timeline: audio anchors with media 0 at 1000 ms, then frame n (20 ms,
+    /// media 20n ms, slot 1000 + 20n ms) arrives `early_ms` before its slot, up to media
+    /// `until_ms`.
+    fn audio_led(until_ms: u64, early_ms: u64) -> (Timeline, TrackPlayout) {
         let mut timeline = Timeline::new(100 * MS);
         timeline.set_audio_leads(true);
         let mut audio = TrackPlayout::default();
         for ms in (0..=until_ms).step_by(20) {
             let media = ms as i64 * 1000;
+            let arrival = 1000 + ms - if ms == 0 { 0 } else { early_ms };
             let a = timeline.stamp(
                 MediaKind::Audio,
                 &mut audio,
                 media,
                 media,
-                (1000 + ms) * MS,
+                arrival * MS,
                 false,
             );
             assert_eq!(a.dts, (1000 + ms) * MS);
@@ -540,58 +592,98 @@ mod tests {
 
     #[test]
     fn a_video_jump_that_brings_playback_earlier_moves_an_audio_led_timeline() {
-        let (mut timeline, audio) = audio_led(100);
+        // Audio came 300 ms early for the last 3 s; its output ends at 5020 ms.
+        let (mut timeline, audio) = audio_led(4000, 300);
         let mut video = TrackPlayout::default();
-        // The keyframe of media 400 ms arrives at 1100 ms: its slot (1400 ms) is 300 ms
-        // away, so the jump moves the timeline and it is not held.
+        // The keyframe of media 4200 ms arrives at 4800 ms: its slot (5200 ms) is 400 ms
+        // away, but the audio allows 300: the timeline moves 300 ms earlier.
         assert_eq!(
-            timeline.hold_until(MediaKind::Video, 400_000, 1100 * MS, 1100 * MS, true),
-            None
+            timeline.hold_until(MediaKind::Video, 4_200_000, 4800 * MS, 4800 * MS, true),
+            Some(4900 * MS - RELEASE_LEAD_NS)
         );
         let k = timeline.stamp(
             MediaKind::Video,
             &mut video,
-            400_000,
-            400_000,
-            1100 * MS,
+            4_200_000,
+            4_200_000,
+            4800 * MS,
             true,
         );
         assert!(k.reanchored);
-        assert_eq!(k.dts, 1100 * MS);
-        // Audio skipped over, and audio that would overlap what is out (until 1120 ms),
-        // is passed; the next plays on from there.
-        assert!(timeline.is_passed(&audio, 200_000, 20_000));
-        assert!(timeline.is_passed(&audio, 400_000, 20_000));
-        assert!(!timeline.is_passed(&audio, 420_000, 20_000));
+        assert_eq!(k.dts, 4900 * MS);
+        // Audio that would overlap what is out is passed; the next plays on from there.
+        assert!(timeline.is_passed(&audio, 4_200_000, 20_000));
+        assert!(timeline.is_passed(&audio, 4_300_000, 20_000));
+        assert!(!timeline.is_passed(&audio, 4_320_000, 20_000));
+    }
+
+    #[test]
+    fn a_video_jump_moves_no_earlier_than_the_audio_came_lately() {
+        // Audio only 50 ms early: no move, whatever the keyframe gains.
+        let (mut timeline, _) = audio_led(4000, 50);
+        let mut video = TrackPlayout::default();
+        let k = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            4_200_000,
+            4_200_000,
+            4800 * MS,
+            true,
+        );
+        assert!(!k.reanchored);
+        assert_eq!(k.dts, 5200 * MS);
+    }
+
+    #[test]
+    fn audio_behind_a_jump_plays_up_to_it_without_a_hole() {
+        // Audio output ends at media 4000 ms (slot 5000-5020 ms) while the keyframe of
+        // media 4500 ms arrives at 5200 ms: the audio pad runs behind its slots.
+        let (mut timeline, audio) = audio_led(4000, 300);
+        let mut video = TrackPlayout::default();
+        let k = timeline.stamp(
+            MediaKind::Video,
+            &mut video,
+            4_500_000,
+            4_500_000,
+            5200 * MS,
+            true,
+        );
+        assert!(k.reanchored);
+        assert_eq!(k.dts, 5200 * MS);
+        // The timeline moved 300 ms earlier: media 4300 ms would start at 5000 ms, inside
+        // what is out; media 4320 ms starts at 5020 ms, where the output ends. It plays,
+        // although it lies before the keyframe.
+        assert!(timeline.is_passed(&audio, 4_300_000, 20_000));
+        assert!(!timeline.is_passed(&audio, 4_320_000, 20_000));
     }
 
     #[test]
     fn a_video_jump_gaining_little_follows_an_audio_led_timeline() {
-        let (mut timeline, _) = audio_led(100);
+        let (mut timeline, _) = audio_led(4000, 300);
         let mut video = TrackPlayout::default();
         // 50 ms early: not worth cutting audio for. It keeps its slot and is held until
         // just before it.
         assert_eq!(
-            timeline.hold_until(MediaKind::Video, 150_000, 1100 * MS, 1100 * MS, true),
-            Some(1150 * MS - RELEASE_LEAD_NS)
+            timeline.hold_until(MediaKind::Video, 4_150_000, 5100 * MS, 5100 * MS, true),
+            Some(5150 * MS - RELEASE_LEAD_NS)
         );
         let k = timeline.stamp(
             MediaKind::Video,
             &mut video,
-            150_000,
-            150_000,
-            1100 * MS,
+            4_150_000,
+            4_150_000,
+            5100 * MS,
             true,
         );
         assert!(!k.reanchored);
-        assert_eq!(k.dts, 1150 * MS);
+        assert_eq!(k.dts, 5150 * MS);
         // A late video frame keeps its slot too: audio leads.
         let late = timeline.stamp(
             MediaKind::Video,
             &mut video,
-            160_000,
-            160_000,
-            1400 * MS,
+            4_160_000,
+            4_160_000,
+            5400 * MS,
             false,
         );
         assert!(late.late && !late.reanchored);
@@ -616,7 +708,7 @@ mod tests {
         );
         assert!(j.reanchored);
         // Audio that led once but stopped over a second ago gives the timeline back.
-        let (mut timeline, _) = audio_led(0);
+        let (mut timeline, _) = audio_led(0, 0);
         let late = timeline.stamp(
             MediaKind::Video,
             &mut video,

@@ -670,8 +670,8 @@ impl MoqSrc {
                     None => return Ok(None),
                 },
             };
-            // After a jump the timeline starts at the new anchor: audio of the media
-            // skipped, or overlapping what already went out, goes with it.
+            // After a jump moved the timeline, audio that no longer has a place on it
+            // goes with the media skipped.
             let passed = stream.kind == MediaKind::Audio
                 && lock(&self.timeline).as_ref().is_some_and(|t| {
                     t.timeline
@@ -1078,7 +1078,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecBoolean::builder("skip-forward")
                     .nick("Skip forward")
-                    .blurb("Drop frames of GoPs older than the one playing and jump to newer media at once after a stall (re-anchored timestamps, DISCONT, a moq-skip message; audio jumps with the video); false plays every frame late instead, so latency only grows")
+                    .blurb("Drop frames of GoPs older than the one playing and jump to newer media at once after a stall (re-anchored timestamps, DISCONT, a moq-skip message; a jump that brings playback earlier takes the audio with it); false plays every frame late instead, so latency only grows")
                     .default_value(true)
                     .mutable_ready()
                     .build(),

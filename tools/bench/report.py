@@ -42,6 +42,8 @@ def load_frames(path):
                     "available": int(r["available_us"]) / 1e6,
                     "arrived": int(r["arrived_us"]) / 1e6 if r["arrived_us"] else None,
                     "rendered": int(r["rendered_us"]) / 1e6 if r["rendered_us"] else None,
+                    # Rendered from exactly the bytes sent (older runs did not check: rendered).
+                    "intact": r["intact"] == "1" if "intact" in r else bool(r["rendered_us"]),
                 }
             )
     return rows
@@ -238,18 +240,27 @@ def fmt(v, digits=0):
     return f"{v:.{digits}f}"
 
 
+def intact(s):
+    """Frames rendered from exactly the bytes sent (runs from before the check: all rendered)."""
+    return s.get("frames_rendered_intact", s["frames_rendered"])
+
+
+def intact_share(s):
+    return intact(s) / s["frames_captured"] if s["frames_captured"] else 0.0
+
+
 def table(summaries, profile, baseline="moq-baseline"):
     rows = [s for s in summaries if s["profile"] == profile]
     base = next((s for s in rows if s["system"] == baseline), None)
     lines = [
-        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | delivered kbit/s | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
+        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered intact + damaged / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | delivered kbit/s | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in rows:
         ratio = s["latency_mean_ms"] / base["latency_mean_ms"] if base and base["latency_mean_ms"] else None
         lines.append(
             f"| {s['system']} | {fmt(s['latency_mean_ms'])} | {fmt(s['latency_p50_ms'])} | {fmt(s['latency_p95_ms'])} "
-            f"| {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} | {s['frames_rendered']} / {s['frames_captured']} "
+            f"| {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} | {intact(s)} + {s['frames_rendered'] - intact(s)} / {s['frames_captured']} "
             f"| {fmt(s['otdr_1s'], 2)} | {s['stalls']} ({fmt(s['stall_total_s'], 1)}) | {s['frame_gaps']} "
             f"| {fmt(s['capacity_efficiency'], 2)} | {fmt(s.get('rendered_kbit'))} | {fmt(s['jitter_ms'], 1)} | {fmt(s['ts_df_mean_ms'])}/{fmt(s['ts_df_max_ms'])} "
             f"| {fmt(s['overhead'], 3)} | {fmt(s['cpu_us_per_frame_sender'])} / {fmt(s['cpu_us_per_frame_receiver'])} |"
@@ -330,10 +341,10 @@ def lowest_rate_step(profile_file):
 
 
 def step_rendering(rows, trace_start, start, end):
-    """Frames rendered while the link was in [start, end) s of its trace: how many, how many
+    """Frames rendered intact while the link was in [start, end) s of its trace: how many, how many
     of them were also sent in that window, their median latency and the longest gap."""
     lo, hi = trace_start + start, trace_start + end
-    shown = [r for r in rows if r["rendered"] is not None and lo <= r["rendered"] < hi]
+    shown = [r for r in rows if r["intact"] and lo <= r["rendered"] < hi]
     fresh = [r for r in shown if r["available"] >= lo]
     times = [lo] + sorted(r["rendered"] for r in shown) + [hi]
     latencies = sorted(r["rendered"] - r["available"] for r in shown)
@@ -346,7 +357,7 @@ def step_rendering(rows, trace_start, start, end):
 
 
 def rendered_before_tail(rows, tail_s=2.0):
-    """(rendered, captured) over the frames sent from the receiver's first rendered frame up to
+    """(rendered intact, captured) over the frames sent from the receiver's first rendered frame up to
     `tail_s` before the stream's last frame: a receiver that tears down its buffer when the
     sender hangs up (SRT, RTP) loses about its latency's worth of final frames, which is an
     artefact of ending the run, not of the link."""
@@ -355,7 +366,7 @@ def rendered_before_tail(rows, tail_s=2.0):
         return 0, 0
     end = rows[-1]["available"] - tail_s
     window = [r for r in rows[first:] if r["available"] <= end]
-    return sum(r["rendered"] is not None for r in window), len(window)
+    return sum(r["intact"] for r in window), len(window)
 
 
 def fraction(counts):
@@ -413,13 +424,13 @@ def goals(summaries, all_runs, profiles_dir):
             )
     md.append("")
     md.append(
-        "4. Lower p95 latency than SRT with at least as many frames rendered (of our skipping modes faster than SRT at p95, the one "
+        "4. Lower p95 latency than SRT with at least as many frames rendered intact (of our skipping modes faster than SRT at p95, the one "
         "rendering the larger share of its frames). "
         "Frames are counted up to 2 s before the stream's end, because SRT's receiver drops what it still buffers "
         "when the sender hangs up:"
     )
     md.append("")
-    md.append("   | profile | ours: p95 (ms), rendered / captured | SRT: p95 (ms), rendered / captured | p95 lower | frames ≥ | verdict |")
+    md.append("   | profile | ours: p95 (ms), rendered intact / captured | SRT: p95 (ms), rendered intact / captured | p95 lower | frames ≥ | verdict |")
     md.append("   |---|---|---|---|---|---|")
     for p in profiles:
         counted = [
@@ -479,7 +490,7 @@ def adaptive_goals(summaries, profiles_dir):
     if not any(system in ADAPTIVE for system, _ in first):
         return []
     md = ["## Rate adaptation goals", ""]
-    md.append("1. Frames, latency and stalls per profile (frames = rendered ÷ captured):")
+    md.append("1. Frames, latency and stalls per profile (frames = rendered intact ÷ captured):")
     md.append("")
     md.append("   | profile | system | frames | mean (ms) | p95 (ms) | stalls | target | verdict |")
     md.append("   |---|---|---|---|---|---|---|---|")
@@ -488,7 +499,7 @@ def adaptive_goals(summaries, profiles_dir):
             s = first.get((system, profile))
             if not s:
                 continue
-            frames = s["frames_rendered"] / s["frames_captured"] if s["frames_captured"] else 0.0
+            frames = intact_share(s)
             ok = frames >= share and s["latency_mean_ms"] <= mean
             target = f"≥ {share:.0%}, mean ≤ {mean}"
             if p95 is not None:
@@ -541,7 +552,7 @@ def adaptive_goals(summaries, profiles_dir):
         md.append("   | system | frames | mean (ms) | p95 (ms) | stalls per minute | verdict |")
         md.append("   |---|---|---|---|---|---|")
         for system, s in sorted(walk):
-            frames = s["frames_rendered"] / s["frames_captured"] if s["frames_captured"] else 0.0
+            frames = intact_share(s)
             minutes = s["frames_captured"] / 24.0 / 60.0
             per_minute = s["stalls"] / minutes if minutes else 0.0
             verdict = ""
@@ -685,11 +696,15 @@ def main():
     md.append(
         "One reference stream is encoded once (x264, ~600 kbit/s, 24 fps, 320x240, GoP 15, up to 3 B frames, "
         "a noise patch over a moving ball so every frame differs) and played out live by a sender process, the "
-        "same for every system; each access unit carries its frame id in an SEI message. The sender's output "
+        "same for every system; each access unit carries its frame id and a digest of its slices in an SEI "
+        "message. The sender's output "
         "crosses `linkem` (userspace bottleneck: rate trace, delay, loss, drop-tail queue) to a receiver that "
         "decodes with `avdec_h264` and renders on the clock (`fakesink sync=true`). Latency of a frame = render "
         "wall time − the time the sender was handed it (one machine, one clock). Frames captured = frames sent "
-        "from the first frame the receiver rendered on. Stalls: no new picture for > 250 ms; frame gaps: "
+        "from the first frame the receiver rendered on. Rendered intact: the frame's slices reached the decoder "
+        "exactly as sent (digest checked before the decoder), and so did every reference picture before it since "
+        "its GoP's keyframe; other rendered frames are damaged (decoded from altered data or concealed over a "
+        "missing reference). Goals count intact frames. Stalls: no new picture for > 250 ms; frame gaps: "
         "> 83 ms but ≤ 250 ms. OTDR: frames rendered within 1 s ÷ captured. Capacity efficiency: rendered media "
         "bitrate ÷ min(stream bitrate, mean link rate). Jitter: RFC 3550 on arrival at the receiver's "
         "depacketizer. TS-DF: EBU 3337 per 1 s window. Overhead: UDP payload bytes linkem forwarded (both "

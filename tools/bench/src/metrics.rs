@@ -24,6 +24,8 @@ pub struct FrameRow {
     pub arrived_us: Option<i64>,
     /// When the sink rendered it, if it did.
     pub rendered_us: Option<i64>,
+    /// Its slices reached the decoder other than they were sent.
+    pub damaged: bool,
 }
 
 /// Facts about a run that are not per frame.
@@ -51,6 +53,10 @@ pub struct Summary {
     pub repetition: u32,
     pub frames_captured: u64,
     pub frames_rendered: u64,
+    /// Rendered frames whose picture can only have come from the bytes sent (see
+    /// [`intact_pictures`]), and the rest of those rendered.
+    pub frames_rendered_intact: u64,
+    pub frames_rendered_damaged: u64,
     pub latency_mean_ms: f64,
     pub latency_p50_ms: f64,
     pub latency_p95_ms: f64,
@@ -181,8 +187,34 @@ pub fn captured(rows: &[FrameRow]) -> &[FrameRow] {
     &rows[first..]
 }
 
+/// Per frame of `rows` (every frame sent, in decode order): whether a picture decoded
+/// from it came from exactly the bytes sent. That needs its own slices intact and those of
+/// every reference picture before it since its GoP's keyframe (a missing or damaged
+/// reference is concealed by the decoder, and every picture predicted from it is wrong).
+/// Non-reference pictures break nothing after them.
+pub fn intact_pictures(rows: &[FrameRow]) -> Vec<bool> {
+    let mut chain_intact = false;
+    rows.iter()
+        .map(|r| {
+            let own = r.arrived_us.is_some() && !r.damaged;
+            let intact = own && (r.kind == "key" || chain_intact);
+            if r.kind != "non-reference" {
+                chain_intact = intact;
+            }
+            intact
+        })
+        .collect()
+}
+
 pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
+    let intact: Vec<bool> = intact_pictures(rows);
     let captured = captured(rows);
+    let skipped = rows.len() - captured.len();
+    let rendered_intact = captured
+        .iter()
+        .zip(&intact[skipped..])
+        .filter(|(r, intact)| r.rendered_us.is_some() && **intact)
+        .count() as u64;
     let mut latencies: Vec<i64> = captured
         .iter()
         .filter_map(|r| r.rendered_us.map(|t| t - r.available_us))
@@ -248,6 +280,8 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         repetition: facts.repetition,
         frames_captured: captured.len() as u64,
         frames_rendered: rendered,
+        frames_rendered_intact: rendered_intact,
+        frames_rendered_damaged: rendered - rendered_intact,
         latency_mean_ms: mean,
         latency_p50_ms: ms(0.5, &mut latencies),
         latency_p95_ms: ms(0.95, &mut latencies),
@@ -315,7 +349,50 @@ mod tests {
             available_us: available_ms * 1000,
             arrived_us: rendered_ms.map(|r| (r - 50) * 1000),
             rendered_us: rendered_ms.map(|r| r * 1000),
+            damaged: false,
         }
+    }
+
+    #[test]
+    fn a_damaged_or_missing_reference_spoils_its_gop_until_the_next_keyframe() {
+        // Two GoPs: K R N R N | K R N. Frame 1 (a reference) arrives damaged; frame 4 (a
+        // non-reference) never arrives; frame 5 starts a new GoP.
+        let kinds = [
+            "key",
+            "reference",
+            "non-reference",
+            "reference",
+            "non-reference",
+            "key",
+            "reference",
+            "non-reference",
+        ];
+        let mut rows: Vec<FrameRow> = (0..8)
+            .map(|i| FrameRow {
+                kind: kinds[i],
+                ..row(i as u64, i as i64 * 42, Some(i as i64 * 42 + 100))
+            })
+            .collect();
+        rows[1].damaged = true;
+        rows[4].arrived_us = None;
+        assert_eq!(
+            intact_pictures(&rows),
+            [true, false, false, false, false, true, true, true]
+        );
+        // Only a damaged non-reference picture: the rest of its GoP is intact.
+        rows[1].damaged = false;
+        rows[2].damaged = true;
+        assert_eq!(
+            intact_pictures(&rows),
+            [true, true, false, true, false, true, true, true]
+        );
+        // Every frame rendered: the summary tells intact from damaged ones.
+        let s = summarize(&rows, &RunFacts::default());
+        assert_eq!(s.frames_rendered, 8);
+        assert_eq!(
+            (s.frames_rendered_intact, s.frames_rendered_damaged),
+            (6, 2)
+        );
     }
 
     #[test]

@@ -163,7 +163,32 @@ pub fn load(path: &Path) -> io::Result<Vec<Au>> {
     Ok(aus)
 }
 
-/// The AU with an SEI carrying `id` inserted before its first slice.
+/// What a receiver reads from an AU's tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tag {
+    pub id: u64,
+    /// The AU's slices are exactly the bytes the sender tagged.
+    pub intact: bool,
+}
+
+/// FNV-1a over an AU's slice NAL units, each without trailing zero bytes (stuffing a
+/// transport may add or drop): the bytes a decoder turns into the picture.
+fn slice_digest(au: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for nal in h264::nal_units(au, StreamFormat::ByteStream)
+        .filter_map(Result::ok)
+        .filter(|n| matches!(n.nal_type, 1 | 5))
+    {
+        let end = nal.data.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+        for b in &nal.data[..end] {
+            hash = (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The AU with an SEI carrying `id` and the digest of its slices inserted before its
+/// first slice.
 pub fn tag(au: &[u8], id: u64) -> Vec<u8> {
     let first_slice = h264::nal_units(au, StreamFormat::ByteStream)
         .filter_map(Result::ok)
@@ -174,21 +199,31 @@ pub fn tag(au: &[u8], id: u64) -> Vec<u8> {
         let o = o - 3;
         if o > 0 && au[o - 1] == 0 { o - 1 } else { o }
     });
-    let mut out = Vec::with_capacity(au.len() + 40);
+    // Hex digits: the payload has no zero byte, so it needs no emulation prevention.
+    let payload = format!("{id:016x}{:016x}", slice_digest(au));
+    let mut out = Vec::with_capacity(au.len() + 60);
     out.extend_from_slice(&au[..at]);
-    out.extend_from_slice(&[0, 0, 0, 1, 0x06, 0x05, 32]);
+    out.extend_from_slice(&[0, 0, 0, 1, 0x06, 0x05, (UUID.len() + payload.len()) as u8]);
     out.extend_from_slice(&UUID);
-    out.extend_from_slice(format!("{id:016x}").as_bytes());
+    out.extend_from_slice(payload.as_bytes());
     out.push(0x80);
     out.extend_from_slice(&au[at..]);
     out
 }
 
-/// The frame id an AU was tagged with, if any.
-pub fn read_tag(au: &[u8]) -> Option<u64> {
+/// The tag of an AU, if it has one, checked against the slices that came with it.
+pub fn read_tag(au: &[u8]) -> Option<Tag> {
     let at = au.windows(UUID.len()).position(|w| w == UUID)? + UUID.len();
-    let hex = std::str::from_utf8(au.get(at..at + 16)?).ok()?;
-    u64::from_str_radix(hex, 16).ok()
+    let hex = |range: std::ops::Range<usize>| {
+        let text = std::str::from_utf8(au.get(range)?).ok()?;
+        u64::from_str_radix(text, 16).ok()
+    };
+    let id = hex(at..at + 16)?;
+    let digest = hex(at + 16..at + 32);
+    Some(Tag {
+        id,
+        intact: digest == Some(slice_digest(au)),
+    })
 }
 
 #[cfg(test)]
@@ -200,12 +235,35 @@ mod tests {
         // SPS-less IDR slice behind a 4-byte start code, then a 3-byte start code slice.
         let au = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0, 0, 1, 0x41, 0x9a];
         let tagged = tag(&au, 0x1234_5678_9abc);
-        assert_eq!(read_tag(&tagged), Some(0x1234_5678_9abc));
+        let intact = Tag {
+            id: 0x1234_5678_9abc,
+            intact: true,
+        };
+        assert_eq!(read_tag(&tagged), Some(intact));
         let kinds: Vec<u8> = h264::nal_units(&tagged, StreamFormat::ByteStream)
             .map(|n| n.unwrap().nal_type)
             .collect();
         assert_eq!(kinds, [6, 5, 1], "SEI first, slices intact");
         assert_eq!(read_tag(&au), None);
+        // Stuffing after a slice does not matter; any changed slice byte does.
+        let mut stuffed = tagged.clone();
+        stuffed.extend_from_slice(&[0, 0]);
+        assert_eq!(read_tag(&stuffed), Some(intact));
+        for i in [tagged.len() - 1, tagged.len() - 6] {
+            let mut damaged = tagged.clone();
+            damaged[i] ^= 0x10;
+            assert_eq!(
+                read_tag(&damaged),
+                Some(Tag {
+                    intact: false,
+                    ..intact
+                }),
+                "byte {i} changed"
+            );
+        }
+        // A missing slice is damage too.
+        let truncated = &tagged[..tagged.len() - 5];
+        assert!(!read_tag(truncated).unwrap().intact);
     }
 
     #[test]

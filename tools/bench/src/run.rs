@@ -1,6 +1,6 @@
 //! One run: a system playing the reference stream through linkem with one profile.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use gst::prelude::*;
 use linkem::{Link, LinkConfig, Profile};
 
-use crate::metrics::{AudioFrame, FrameRow, RunFacts, Summary, av_summary, fluid_model, summarize};
+use crate::metrics::{
+    AudioFrame, FrameRow, RunFacts, Summary, av_summary, fluid_model, intact_pictures, summarize,
+};
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
 use crate::systems::{Direction, Endpoints, System};
@@ -84,21 +86,29 @@ pub struct Seen {
     arrived: HashMap<u64, i64>,
     by_pts: HashMap<u64, u64>,
     rendered: HashMap<u64, i64>,
+    /// Frames whose slices reached the decoder other than they were sent.
+    damaged: HashSet<u64>,
     /// Systems with audio: each video frame's running time, and the audio output.
     video_pts: HashMap<u64, i64>,
     audio: Vec<AudioFrame>,
 }
 
 impl Seen {
-    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us` per frame.
+    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us,damaged`
+    /// per frame.
     fn write(&self, path: &Path, cpu_s: f64) -> Result<(), String> {
         let mut out =
             std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
         let opt = |v: Option<&i64>| v.map_or(String::new(), |v| v.to_string());
         writeln!(out, "cpu_s,{cpu_s}").map_err(|e| e.to_string())?;
         for (id, arrived) in &self.arrived {
-            writeln!(out, "{id},{arrived},{}", opt(self.rendered.get(id)))
-                .map_err(|e| e.to_string())?;
+            let damaged = u8::from(self.damaged.contains(id));
+            writeln!(
+                out,
+                "{id},{arrived},{},{damaged}",
+                opt(self.rendered.get(id))
+            )
+            .map_err(|e| e.to_string())?;
         }
         out.flush().map_err(|e| e.to_string())
     }
@@ -113,14 +123,17 @@ impl Seen {
             .ok_or("receiver report: no cpu_s line")?;
         let mut seen = Seen::default();
         for line in lines {
-            let mut fields = line.split(',');
-            let mut next = || fields.next().and_then(|f| f.parse::<i64>().ok());
-            let (Some(id), Some(arrived)) = (next(), next()) else {
+            let fields: Vec<Option<i64>> = line.split(',').map(|f| f.parse().ok()).collect();
+            let [Some(id), Some(arrived), rendered, Some(damaged)] = fields[..] else {
                 return Err(format!("receiver report: bad line {line:?}"));
             };
-            seen.arrived.insert(id as u64, arrived);
-            if let Some(rendered) = next() {
-                seen.rendered.insert(id as u64, rendered);
+            let id = id as u64;
+            seen.arrived.insert(id, arrived);
+            if let Some(rendered) = rendered {
+                seen.rendered.insert(id, rendered);
+            }
+            if damaged != 0 {
+                seen.damaged.insert(id);
             }
         }
         Ok((seen, cpu_s))
@@ -251,10 +264,14 @@ fn receiver_pipeline(
         .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             if let Some(buffer) = info.buffer()
                 && let Ok(map) = buffer.map_readable()
-                && let Some(id) = reference::read_tag(&map)
+                && let Some(tag) = reference::read_tag(&map)
             {
+                let id = tag.id;
                 let mut seen = probe_seen.lock().unwrap();
                 seen.arrived.entry(id).or_insert_with(unix_us);
+                if !tag.intact {
+                    seen.damaged.insert(id);
+                }
                 if let Some(pts) = buffer.pts() {
                     seen.by_pts.insert(pts.nseconds(), id);
                     seen.video_pts.insert(id, pts.useconds() as i64);
@@ -412,6 +429,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         .map(|mut row| {
             row.arrived_us = seen.arrived.get(&row.id).copied();
             row.rendered_us = seen.rendered.get(&row.id).copied();
+            row.damaged = seen.damaged.contains(&row.id);
             if let Some(size) = sizes.get(&row.id) {
                 row.size = *size;
             }
@@ -531,6 +549,7 @@ fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
                 available_us: at.parse().map_err(|_| "bad time")?,
                 arrived_us: None,
                 rendered_us: None,
+                damaged: false,
             })
         })
         .collect()
@@ -555,17 +574,23 @@ fn read_sizes(path: &Path) -> Result<HashMap<u64, usize>, String> {
 fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
     let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
-    writeln!(out, "id,kind,size,available_us,arrived_us,rendered_us").map_err(|e| e.to_string())?;
-    for r in rows {
+    writeln!(
+        out,
+        "id,kind,size,available_us,arrived_us,rendered_us,damaged,intact"
+    )
+    .map_err(|e| e.to_string())?;
+    for (r, intact) in rows.iter().zip(intact_pictures(rows)) {
         writeln!(
             out,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{}",
             r.id,
             r.kind,
             r.size,
             r.available_us,
             opt(r.arrived_us),
-            opt(r.rendered_us)
+            opt(r.rendered_us),
+            u8::from(r.damaged),
+            u8::from(intact && r.rendered_us.is_some())
         )
         .map_err(|e| e.to_string())?;
     }
@@ -709,9 +734,9 @@ impl AvLog {
             if let Some(b) = info.buffer()
                 && let Some(pts) = b.pts()
                 && let Ok(map) = b.map_readable()
-                && let Some(id) = reference::read_tag(&map)
+                && let Some(tag) = reference::read_tag(&map)
             {
-                let _ = writeln!(video_log.lock().unwrap(), "v,{id},{}", pts.useconds());
+                let _ = writeln!(video_log.lock().unwrap(), "v,{},{}", tag.id, pts.useconds());
             }
             gst::PadProbeReturn::Ok
         });

@@ -590,6 +590,23 @@ mod tests {
         (timeline, audio)
     }
 
+    /// A video jump to the keyframe of media `media_us` that arrived at `at_ms`.
+    fn jump_to(
+        timeline: &mut Timeline,
+        video: &mut TrackPlayout,
+        media_us: i64,
+        at_ms: u64,
+    ) -> Stamped {
+        timeline.stamp(
+            MediaKind::Video,
+            video,
+            media_us,
+            media_us,
+            at_ms * MS,
+            true,
+        )
+    }
+
     #[test]
     fn a_video_jump_that_brings_playback_earlier_moves_an_audio_led_timeline() {
         // Audio came 300 ms early for the last 3 s; its output ends at 5020 ms.
@@ -601,14 +618,7 @@ mod tests {
             timeline.hold_until(MediaKind::Video, 4_200_000, 4800 * MS, 4800 * MS, true),
             Some(4900 * MS - RELEASE_LEAD_NS)
         );
-        let k = timeline.stamp(
-            MediaKind::Video,
-            &mut video,
-            4_200_000,
-            4_200_000,
-            4800 * MS,
-            true,
-        );
+        let k = jump_to(&mut timeline, &mut video, 4_200_000, 4800);
         assert!(k.reanchored);
         assert_eq!(k.dts, 4900 * MS);
         // Audio that would overlap what is out is passed; the next plays on from there.
@@ -622,14 +632,7 @@ mod tests {
         // Audio only 50 ms early: no move, whatever the keyframe gains.
         let (mut timeline, _) = audio_led(4000, 50);
         let mut video = TrackPlayout::default();
-        let k = timeline.stamp(
-            MediaKind::Video,
-            &mut video,
-            4_200_000,
-            4_200_000,
-            4800 * MS,
-            true,
-        );
+        let k = jump_to(&mut timeline, &mut video, 4_200_000, 4800);
         assert!(!k.reanchored);
         assert_eq!(k.dts, 5200 * MS);
     }
@@ -640,14 +643,7 @@ mod tests {
         // media 4500 ms arrives at 5200 ms: the audio pad runs behind its slots.
         let (mut timeline, audio) = audio_led(4000, 300);
         let mut video = TrackPlayout::default();
-        let k = timeline.stamp(
-            MediaKind::Video,
-            &mut video,
-            4_500_000,
-            4_500_000,
-            5200 * MS,
-            true,
-        );
+        let k = jump_to(&mut timeline, &mut video, 4_500_000, 5200);
         assert!(k.reanchored);
         assert_eq!(k.dts, 5200 * MS);
         // The timeline moved 300 ms earlier: media 4300 ms would start at 5000 ms, inside
@@ -667,14 +663,7 @@ mod tests {
             timeline.hold_until(MediaKind::Video, 4_150_000, 5100 * MS, 5100 * MS, true),
             Some(5150 * MS - RELEASE_LEAD_NS)
         );
-        let k = timeline.stamp(
-            MediaKind::Video,
-            &mut video,
-            4_150_000,
-            4_150_000,
-            5100 * MS,
-            true,
-        );
+        let k = jump_to(&mut timeline, &mut video, 4_150_000, 5100);
         assert!(!k.reanchored);
         assert_eq!(k.dts, 5150 * MS);
         // A late video frame keeps its slot too: audio leads.
@@ -698,14 +687,7 @@ mod tests {
             timeline.hold_until(MediaKind::Video, 500_000, 1000 * MS, 1000 * MS, false),
             None
         );
-        let j = timeline.stamp(
-            MediaKind::Video,
-            &mut video,
-            150_000,
-            150_000,
-            1100 * MS,
-            true,
-        );
+        let j = jump_to(&mut timeline, &mut video, 150_000, 1100);
         assert!(j.reanchored);
         // Audio that led once but stopped over a second ago gives the timeline back.
         let (mut timeline, _) = audio_led(0, 0);

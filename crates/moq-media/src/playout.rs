@@ -212,14 +212,14 @@ const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
 
 /// A video jump moves a timeline that audio leads only when it brings playback at
 /// least this much earlier: each such move cuts as much audio.
-pub const MIN_JUMP_GAIN_NS: u64 = 100_000_000;
+const MIN_JUMP_GAIN_NS: u64 = 100_000_000;
 
 /// How far back a video jump looks at how early the audio came.
-pub const AUDIO_SLACK_WINDOW_NS: u64 = 3_000_000_000;
+const AUDIO_SLACK_WINDOW_NS: u64 = 3_000_000_000;
 
 /// While audio leads, frames leave for downstream this long before their slot at the
 /// earliest, so a video jump that moves the timeline finds little already sent.
-pub const RELEASE_LEAD_NS: u64 = 20_000_000;
+const RELEASE_LEAD_NS: u64 = 20_000_000;
 
 /// A broadcast's timeline: which track may move the shared [`PlayoutClock`], and when.
 ///
@@ -289,6 +289,18 @@ impl Timeline {
                 .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
     }
 
+    /// The least the audio came early (ns) over the window before `now`.
+    fn audio_slack(&self, now: u64) -> u64 {
+        let early = self
+            .audio_slack
+            .iter()
+            .filter(|(at, _)| at.saturating_add(AUDIO_SLACK_WINDOW_NS) >= now)
+            .map(|(_, early)| *early)
+            .min()
+            .unwrap_or(0);
+        early.max(0) as u64
+    }
+
     /// How a frame of `kind` that arrived at running time `now` may move the timeline,
     /// and the running time a new anchor gets. Whichever track comes first anchors it: a
     /// late joiner through a relay gets the video's current GoP from its start, older
@@ -298,18 +310,10 @@ impl Timeline {
         match kind {
             MediaKind::Audio => (Anchoring::WhenLate, now),
             MediaKind::Video if self.audio_leading(now) => {
-                let slot = self.clock.slot(dts).filter(|_| jump);
-                // How much earlier the jump may bring playback: down to its own arrival,
+                // How much earlier a jump may bring playback: down to its own arrival,
                 // but no further than the audio came early lately.
-                let slack = self
-                    .audio_slack
-                    .iter()
-                    .filter(|(at, _)| at.saturating_add(AUDIO_SLACK_WINDOW_NS) >= now)
-                    .map(|(_, early)| *early)
-                    .min()
-                    .unwrap_or(0)
-                    .max(0) as u64;
-                match slot.map(|slot| (slot, slot.saturating_sub(now).min(slack))) {
+                let slot = self.clock.slot(dts).filter(|_| jump);
+                match slot.map(|slot| (slot, slot.saturating_sub(now).min(self.audio_slack(now)))) {
                     Some((slot, gain)) if gain > MIN_JUMP_GAIN_NS => {
                         (Anchoring::Always, slot - gain)
                     }

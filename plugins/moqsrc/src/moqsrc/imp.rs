@@ -670,24 +670,33 @@ impl MoqSrc {
                     None => return Ok(None),
                 },
             };
-            // After a jump moved the timeline, audio that no longer has a place on it
-            // goes with the media skipped.
-            let passed = stream.kind == MediaKind::Audio
-                && lock(&self.timeline).as_ref().is_some_and(|t| {
+            let times = self.running_times(stream, &frame);
+            let (passed, hold) = lock(&self.timeline).as_ref().map_or((false, None), |t| {
+                let h = &frame.header;
+                // After a jump moved the timeline, audio that no longer has a place on
+                // it goes with the media skipped.
+                let passed = stream.kind == MediaKind::Audio
+                    && t.timeline.is_passed(&stream.playout, h.dts, h.duration);
+                let (now_running, arrival) = times;
+                let hold = if now == u64::MAX {
+                    None
+                } else {
                     t.timeline
-                        .is_passed(&stream.playout, frame.header.dts, frame.header.duration)
-                });
+                        .hold_until(stream.kind, h.dts, arrival, now_running, jump)
+                        // From running time to the stream's clock.
+                        .map(|until| now.saturating_add(until.saturating_sub(now_running)))
+                };
+                (passed, hold)
+            });
             if passed {
                 self.dropped(stream, &frame, DropReason::Skipped);
                 continue;
             }
-            if now != u64::MAX
-                && let Some(until) = self.hold_until(stream, &frame, jump)
-            {
+            if let Some(until) = hold {
                 stream.held = Some(Held { frame, jump, until });
                 return Ok(None);
             }
-            return Ok(Some(self.make_buffer(stream, frame, jump)));
+            return Ok(Some(self.make_buffer(stream, frame, jump, times)));
         }
     }
 
@@ -717,19 +726,6 @@ impl MoqSrc {
                 Reorder::Audio(buffer) => return buffer.pop(now).map(|frame| (frame, false)),
             }
         }
-    }
-
-    /// When (ns since the stream's epoch) an early frame should leave, if it must wait.
-    fn hold_until(&self, stream: &TrackStream, frame: &Frame<Received>, jump: bool) -> Option<u64> {
-        let (now, arrival) = self.running_times(stream, frame);
-        let until = lock(&self.timeline).as_ref()?.timeline.hold_until(
-            stream.kind,
-            frame.header.dts,
-            arrival,
-            now,
-            jump,
-        )?;
-        Some(ns_since(stream.epoch, Instant::now()).saturating_add(until.saturating_sub(now)))
     }
 
     /// The running time now, and the one at which `frame` arrived.
@@ -873,8 +869,8 @@ impl MoqSrc {
         stream: &mut TrackStream,
         frame: Frame<Received>,
         jump: bool,
+        (now, arrival): (u64, u64),
     ) -> gst::Buffer {
-        let (now, arrival) = self.running_times(stream, &frame);
         let h = frame.header;
         let stamped = match lock(&self.timeline).as_mut() {
             Some(shared) => shared.timeline.stamp(

@@ -204,8 +204,14 @@ impl Inner {
         self.changed.send_modify(|v| *v += 1);
     }
 
-    /// Allocates a request ID, waiting for MAX_REQUEST_ID if the peer's limit is reached.
-    pub async fn request_id(&self) -> Result<u64, SessionError> {
+    /// Makes a request: allocates its ID (waiting for MAX_REQUEST_ID if the peer's limit
+    /// is reached), lets `make` record it and build the message, and queues the message,
+    /// all under one lock. The peer requires IDs in order, so requests made at once from
+    /// several tasks must be queued in the order their IDs were allocated.
+    pub async fn request(
+        &self,
+        make: impl FnOnce(u64, &mut State) -> ControlMessage,
+    ) -> Result<u64, SessionError> {
         let mut changed = self.changed.subscribe();
         let deadline = tokio::time::Instant::now() + REPLY_TIMEOUT;
         let mut blocked_sent = false;
@@ -218,6 +224,8 @@ impl Inner {
                 if state.next_request_id < state.peer_max_request_id {
                     let id = state.next_request_id;
                     state.next_request_id += 2;
+                    let msg = make(id, &mut state);
+                    self.send(msg);
                     return Ok(id);
                 }
                 if !blocked_sent {
@@ -595,19 +603,18 @@ impl Session {
         &self,
         namespace: wire::TrackNamespace,
     ) -> Result<(), SessionError> {
-        let request_id = self.inner.request_id().await?;
         let (tx, rx) = oneshot::channel();
-        {
-            let mut state = lock(&self.inner.state);
-            state.namespace_replies.insert(request_id, tx);
-            state.our_namespaces.insert(request_id, namespace.clone());
-        }
         self.inner
-            .send(ControlMessage::PublishNamespace(wire::PublishNamespace {
-                request_id,
-                namespace,
-                params: Parameters::default(),
-            }));
+            .request(|request_id, state| {
+                state.namespace_replies.insert(request_id, tx);
+                state.our_namespaces.insert(request_id, namespace.clone());
+                ControlMessage::PublishNamespace(wire::PublishNamespace {
+                    request_id,
+                    namespace,
+                    params: Parameters::default(),
+                })
+            })
+            .await?;
         match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
             Ok(Ok(reply)) => reply.map_err(SessionError::from),
             Ok(Err(_)) => Err(SessionError::ControlClosed),

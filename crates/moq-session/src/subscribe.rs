@@ -172,20 +172,33 @@ impl Session {
         options: SubscribeOptions,
     ) -> Result<Subscription, SessionError> {
         let inner = &self.inner;
-        let request_id = inner.request_id().await?;
         let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
         let (reply_tx, reply_rx) = oneshot::channel();
-        lock(&inner.state).outgoing.insert(
-            request_id,
-            Outgoing {
-                events: events_tx,
-                stop_before: watch::channel(0).0,
-                reply: Some(reply_tx),
-                streams_open: 0,
-                streams_done: 0,
-                done: None,
-            },
-        );
+        let request_id = inner
+            .request(|request_id, state| {
+                state.outgoing.insert(
+                    request_id,
+                    Outgoing {
+                        events: events_tx,
+                        stop_before: watch::channel(0).0,
+                        reply: Some(reply_tx),
+                        streams_open: 0,
+                        streams_done: 0,
+                        done: None,
+                    },
+                );
+                ControlMessage::Subscribe(wire::Subscribe {
+                    request_id,
+                    namespace,
+                    track_name: track.as_bytes().to_vec(),
+                    subscriber_priority: options.priority,
+                    group_order: options.group_order,
+                    forward: true,
+                    filter: options.filter,
+                    params: Parameters::default(),
+                })
+            })
+            .await?;
         // From here on, dropping `sub` cleans up (and unsubscribes) whatever happens.
         let mut sub = Subscription {
             session: self.clone(),
@@ -194,16 +207,6 @@ impl Session {
             group_order: options.group_order,
             events,
         };
-        inner.send(ControlMessage::Subscribe(wire::Subscribe {
-            request_id,
-            namespace,
-            track_name: track.as_bytes().to_vec(),
-            subscriber_priority: options.priority,
-            group_order: options.group_order,
-            forward: true,
-            filter: options.filter,
-            params: Parameters::default(),
-        }));
         let ok = match tokio::time::timeout(REPLY_TIMEOUT, reply_rx).await {
             Ok(Ok(Ok(ok))) => ok,
             Ok(Ok(Err(refused))) => {

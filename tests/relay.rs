@@ -319,11 +319,15 @@ fn audio_and_video_play_through_the_relay() {
             Duration::from_secs(1),
         );
         let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+        // From the first frame on: a late joiner's video GoP older than its audio must
+        // not cut a hole into the audio when it arrives.
+        let gaps = av::audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
         eprintln!(
             "through the relay, {what}: video {v_got}/{v_span}, audio {a_got}/{a_span}, \
-             A/V skew worst {worst:.1} ms over {} pairs",
+             A/V skew worst {worst:.1} ms over {} pairs, audio gaps > 60 ms: {gaps:?}",
             skew.len()
         );
+        assert!(gaps.is_empty(), "{what}: audio gaps {gaps:?} ms");
         assert!(
             v_got * 100 >= v_span * 95 && a_got * 100 >= a_span * 95,
             "{what}"

@@ -221,6 +221,12 @@ const AUDIO_SLACK_WINDOW_NS: u64 = 3_000_000_000;
 /// earliest, so a video jump that moves the timeline finds little already sent.
 const RELEASE_LEAD_NS: u64 = 20_000_000;
 
+/// How long the first audio frame waits for the first video frame when the broadcast
+/// has video. A late joiner through a relay gets the video's current GoP from its start,
+/// up to a GoP older than the newest audio: anchored on audio, the video would move the
+/// timeline later a moment after audio started, and cut a hole of that GoP's age into it.
+const VIDEO_START_WAIT_NS: u64 = 500_000_000;
+
 /// A broadcast's timeline: which track may move the shared [`PlayoutClock`], and when.
 ///
 /// With skip-forward and an audio track, audio leads: it plays as its slots come,
@@ -244,6 +250,8 @@ pub struct Timeline {
     /// [`AUDIO_SLACK_WINDOW_NS`], by arrival: a jump moves the timeline no earlier than
     /// the audio path allowed lately, or the next audio to come as late would rebuffer.
     audio_slack: VecDeque<(u64, i64)>,
+    /// A video track plays too: the first frame of a timeline should be video's.
+    has_video: bool,
 }
 
 impl Timeline {
@@ -253,7 +261,19 @@ impl Timeline {
             audio_leads: false,
             audio_output_at: None,
             audio_slack: VecDeque::new(),
+            has_video: false,
         }
+    }
+
+    /// Tells the timeline a video track plays: audio then waits briefly for video to
+    /// anchor it (see [`VIDEO_START_WAIT_NS`]).
+    pub fn set_has_video(&mut self, has_video: bool) {
+        self.has_video = has_video;
+    }
+
+    /// Whether audio is waiting for the first video frame to anchor the timeline.
+    fn awaits_video(&self) -> bool {
+        self.has_video && self.clock.anchor.is_none()
     }
 
     /// Lets audio lead (skip-forward with an audio track) or not.
@@ -302,12 +322,14 @@ impl Timeline {
     }
 
     /// How a frame of `kind` that arrived at running time `now` may move the timeline,
-    /// and the running time a new anchor gets. Whichever track comes first anchors it: a
-    /// late joiner through a relay gets the video's current GoP from its start, older
-    /// than the audio, and anchoring it on the audio would put that GoP's frames behind
-    /// the ones already out.
+    /// and the running time a new anchor gets. Video anchors a new timeline: audio waits
+    /// up to [`VIDEO_START_WAIT_NS`] for it, and anchors at the end of that wait when no
+    /// video came.
     fn anchoring(&self, kind: MediaKind, dts: i64, now: u64, jump: bool) -> (Anchoring, u64) {
         match kind {
+            MediaKind::Audio if self.awaits_video() => {
+                (Anchoring::WhenLate, now.saturating_add(VIDEO_START_WAIT_NS))
+            }
             MediaKind::Audio => (Anchoring::WhenLate, now),
             MediaKind::Video if self.audio_leading(now) => {
                 // How much earlier a jump may bring playback: down to its own arrival,
@@ -326,7 +348,7 @@ impl Timeline {
     }
 
     /// Running time until which a frame that arrived at `arrival` should be held at
-    /// `now`, if audio leads and the frame is early.
+    /// `now`: audio waiting for the first video frame, or, if audio leads, an early frame.
     pub fn hold_until(
         &self,
         kind: MediaKind,
@@ -335,6 +357,10 @@ impl Timeline {
         now: u64,
         jump: bool,
     ) -> Option<u64> {
+        if kind == MediaKind::Audio && self.awaits_video() {
+            let until = arrival.saturating_add(VIDEO_START_WAIT_NS);
+            return (until > now).then_some(until);
+        }
         if !self.audio_leads {
             return None;
         }
@@ -680,6 +706,85 @@ mod tests {
             false,
         );
         assert!(late.late && !late.reanchored);
+    }
+
+    #[test]
+    fn a_late_joiners_older_video_group_anchors_and_audio_plays_without_a_hole() {
+        for audio_leads in [true, false] {
+            let mut timeline = Timeline::new(100 * MS);
+            timeline.set_audio_leads(audio_leads);
+            timeline.set_has_video(true);
+            let (mut audio, mut video) = (TrackPlayout::default(), TrackPlayout::default());
+            // The newest audio (media 2700 ms) comes first, at 10 ms: it waits for video.
+            let wait = timeline.hold_until(MediaKind::Audio, 2_700_000, 10 * MS, 10 * MS, false);
+            assert_eq!(wait, Some(10 * MS + VIDEO_START_WAIT_NS));
+            // The relay's current GoP starts at media 1500 ms and arrives at 90 ms: it
+            // anchors the timeline.
+            let k = timeline.stamp(
+                MediaKind::Video,
+                &mut video,
+                1_500_000,
+                1_500_000,
+                90 * MS,
+                false,
+            );
+            assert!(k.reanchored);
+            assert_eq!(k.dts, 90 * MS);
+            // The audio now has its slot on the video's timeline, and plays from there
+            // on, frame after frame.
+            let slot = 90 * MS + 1_200 * MS;
+            let held = timeline.hold_until(MediaKind::Audio, 2_700_000, 10 * MS, 100 * MS, false);
+            assert_eq!(held, audio_leads.then_some(slot - RELEASE_LEAD_NS));
+            for n in 0..5u64 {
+                let media = 2_700_000 + n as i64 * 20_000;
+                let a = timeline.stamp(
+                    MediaKind::Audio,
+                    &mut audio,
+                    media,
+                    media,
+                    (10 + 20 * n) * MS,
+                    false,
+                );
+                assert!(!a.reanchored);
+                assert_eq!(a.dts, slot + n * 20 * MS);
+            }
+        }
+    }
+
+    #[test]
+    fn audio_waits_for_video_only_so_long() {
+        let mut timeline = Timeline::new(100 * MS);
+        timeline.set_audio_leads(true);
+        timeline.set_has_video(true);
+        let mut audio = TrackPlayout::default();
+        let until = 10 * MS + VIDEO_START_WAIT_NS;
+        assert_eq!(
+            timeline.hold_until(MediaKind::Audio, 0, 10 * MS, until - 1, false),
+            Some(until)
+        );
+        assert_eq!(
+            timeline.hold_until(MediaKind::Audio, 0, 10 * MS, until, false),
+            None
+        );
+        // No video came: audio anchors where its wait ended, not in the past.
+        let a = timeline.stamp(MediaKind::Audio, &mut audio, 0, 0, 10 * MS, false);
+        assert!(a.reanchored);
+        assert_eq!(a.dts, until);
+        // Without a video track, audio plays at once.
+        let mut timeline = Timeline::new(100 * MS);
+        assert_eq!(
+            timeline.hold_until(MediaKind::Audio, 0, 10 * MS, 10 * MS, false),
+            None
+        );
+        let a = timeline.stamp(
+            MediaKind::Audio,
+            &mut TrackPlayout::default(),
+            0,
+            0,
+            10 * MS,
+            false,
+        );
+        assert_eq!(a.dts, 10 * MS);
     }
 
     #[test]

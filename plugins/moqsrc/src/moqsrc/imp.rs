@@ -489,10 +489,11 @@ impl MoqSrc {
             stats,
         });
         drop(outputs);
-        if track.kind == MediaKind::Audio
-            && let Some(timeline) = lock(&self.timeline).as_mut()
-        {
-            timeline.timeline.set_audio_leads(skip_forward);
+        if let Some(timeline) = lock(&self.timeline).as_mut() {
+            match track.kind {
+                MediaKind::Audio => timeline.timeline.set_audio_leads(skip_forward),
+                MediaKind::Video => timeline.timeline.set_has_video(true),
+            }
         }
         lock(&self.combiner).add_pad(&pad);
         let _ = pad.set_active(true);

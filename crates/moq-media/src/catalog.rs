@@ -39,6 +39,8 @@ pub const MAX_DIMENSION: u32 = 16_384;
 pub const MAX_TRACKS: usize = 64;
 /// Highest audio sample rate accepted.
 pub const MAX_SAMPLE_RATE: u32 = 768_000;
+/// Highest video bitrate accepted, bit/s.
+pub const MAX_BITRATE: u64 = 100_000_000_000;
 /// Most audio channels accepted (Opus's channel mapping family 255 allows 255).
 pub const MAX_CHANNELS: u32 = 255;
 /// Longest codec string, track name or delivery name accepted.
@@ -176,6 +178,14 @@ pub struct TrackEntry {
     /// Video: AVCDecoderConfigurationRecord (SPS and PPS), hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avcc: Option<String>,
+    /// Video: the rendition's bitrate, bit/s: what a receiver choosing among alternates
+    /// compares with its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitrate: Option<u64>,
+    /// Video: renditions of the same content (other bitrates or sizes) share this id; a
+    /// receiver plays one of them at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alt_group: Option<u32>,
     /// Video: the track carrying its non-reference pictures, in the modes that split them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enhancement: Option<String>,
@@ -206,6 +216,8 @@ impl TrackEntry {
             height: None,
             framerate: None,
             avcc: None,
+            bitrate: None,
+            alt_group: None,
             enhancement: None,
             base: None,
             sample_rate: None,
@@ -394,6 +406,12 @@ impl Catalog {
                 if t.avcc.is_some() && t.avcc_bytes().is_none_or(|b| b.len() > MAX_CONFIG_LEN) {
                     return Err(invalid(name, "avcc", "not hex or too long"));
                 }
+                if !t.bitrate.is_none_or(|b| b > 0 && b <= MAX_BITRATE) {
+                    return Err(invalid(name, "bitrate", "not in 1..=10^11"));
+                }
+                if t.alt_group.is_some() && t.bitrate.is_none() {
+                    return Err(invalid(name, "bitrate", "missing on an alternate"));
+                }
                 if let Some(enh) = &t.enhancement
                     && !self.has(enh, TrackKind::VideoEnhancement)
                 {
@@ -433,6 +451,21 @@ impl Catalog {
     /// The entry of the track called `name`.
     pub fn track(&self, name: &str) -> Option<&TrackEntry> {
         self.tracks.iter().find(|t| t.name == name)
+    }
+
+    /// The video tracks a receiver may play instead of `name`, itself included, in
+    /// catalog order: its alternate group, or only itself.
+    pub fn alternates(&self, name: &str) -> Vec<&TrackEntry> {
+        let Some(track) = self.track(name) else {
+            return Vec::new();
+        };
+        match track.alt_group {
+            Some(group) => self
+                .tracks_of(TrackKind::Video)
+                .filter(|t| t.alt_group == Some(group))
+                .collect(),
+            None => vec![track],
+        }
     }
 
     /// The tracks of one kind, in catalog order.
@@ -570,6 +603,37 @@ mod tests {
     }
 
     #[test]
+    fn renditions_of_one_alternate_group_are_alternates_of_each_other() {
+        let rendition = |name: &str, bitrate: u64, alt_group: Option<u32>| TrackEntry {
+            bitrate: Some(bitrate),
+            alt_group,
+            ..TrackEntry {
+                name: name.into(),
+                enhancement: None,
+                ..video()
+            }
+        };
+        let c = Catalog::native(
+            "skip-gops",
+            1,
+            vec![
+                rendition("video", 1_200_000, Some(7)),
+                audio(),
+                rendition("video-1", 250_000, Some(7)),
+                rendition("video-2", 600_000, Some(7)),
+                rendition("camera-2", 600_000, None),
+            ],
+        );
+        let c = Catalog::from_json(&c.to_json()).unwrap();
+        let names =
+            |name| -> Vec<&str> { c.alternates(name).iter().map(|t| t.name.as_str()).collect() };
+        assert_eq!(names("video-1"), ["video", "video-1", "video-2"]);
+        assert_eq!(names("camera-2"), ["camera-2"]);
+        assert!(names("nope").is_empty());
+        assert_eq!(c.track("video-2").unwrap().bitrate, Some(600_000));
+    }
+
+    #[test]
     fn fields_a_receiver_computes_with_are_range_checked() {
         let refused = |edit: fn(&mut Catalog), field: &str| {
             let mut c = sample();
@@ -597,6 +661,9 @@ mod tests {
             "enhancement",
         );
         refused(|c| c.tracks[1].base = Some(AUDIO_TRACK.into()), "base");
+        refused(|c| c.tracks[0].bitrate = Some(0), "bitrate");
+        refused(|c| c.tracks[0].bitrate = Some(u64::MAX), "bitrate");
+        refused(|c| c.tracks[0].alt_group = Some(1), "bitrate");
         refused(|c| c.tracks[2].sample_rate = Some(0), "sample_rate");
         refused(|c| c.tracks[2].sample_rate = Some(u32::MAX), "sample_rate");
         refused(|c| c.tracks[2].channels = Some(0), "channels");

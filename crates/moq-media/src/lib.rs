@@ -8,12 +8,14 @@
 //! - [`keyframes`]: when a new subscriber's keyframe request goes to the encoder;
 //! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
 //! - [`rate_control`]: the encoder's target bitrate from the subscribers' paths;
+//! - [`abr`]: which rendition of a video a receiver plays, from what its path carries;
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source, shared by a broadcast's tracks.
 
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod abr;
 pub mod audio;
 pub mod catalog;
 pub mod hang;

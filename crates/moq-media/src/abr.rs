@@ -1,0 +1,465 @@
+//! Which rendition of a video a receiver plays: receiver-driven adaptive bitrate.
+//!
+//! A broadcast may carry the same video at several bitrates, each its own track; a relay
+//! forwards only what a viewer subscribes, so every viewer picks what its own path
+//! carries. A receiver sees its path only through what arrives:
+//!
+//! - **queue delay**: how much later than the least delay of the last seconds an object
+//!   arrived (delay = arrival − availability; the two clocks' offset cancels out). The
+//!   least of it over half a second ignores the short queue a keyframe builds;
+//! - **delivery rate**: bytes received over the last two seconds. While a queue stands,
+//!   that is what the path carries;
+//! - **capacity**: a large object (a keyframe) that found the path idle arrives later than
+//!   the smallest ones by about its size over the path's rate, so it measures the path
+//!   above what the current rendition uses, without sending more.
+//!
+//! The rules:
+//!
+//! - **down at once** when the queue delay stands above [`DOWN_QUEUE_US`], or the player
+//!   skipped media: to the highest rendition within [`HEADROOM`] of the delivery rate, at
+//!   least one step down; not again until [`DRAIN_US`] later (the queue the old rendition
+//!   built takes time to empty);
+//! - **up one step, cautiously**: when for [`UP_SUSTAIN_US`] the queue stayed below
+//!   [`CALM_QUEUE_US`], nothing was skipped, and the measured capacity stayed at least
+//!   [`UP_MARGIN`] × the next rendition's bitrate; never within [`UP_HOLD_US`] of a
+//!   down-switch;
+//! - never above the configured maximum bitrate (the lowest rendition is always allowed).
+//!
+//! No clock is read: callers pass times in µs.
+
+use std::collections::VecDeque;
+
+/// Queue delay (least over [`QUEUE_WINDOW_US`]) above which the rendition is too much
+/// for the path.
+pub const DOWN_QUEUE_US: i64 = 150_000;
+/// Queue delay below which the path is calm enough to go up.
+pub const CALM_QUEUE_US: i64 = 50_000;
+/// Share of the delivery rate a rendition chosen on the way down may use: the rest is
+/// for audio, headers, and draining the queue.
+pub const HEADROOM: f64 = 0.8;
+/// Capacity needed, as a multiple of the next rendition's bitrate, to go up to it.
+pub const UP_MARGIN: f64 = 1.3;
+/// How long the conditions to go up must hold.
+pub const UP_SUSTAIN_US: u64 = 4_000_000;
+/// No up-switch this long after a down-switch.
+pub const UP_HOLD_US: u64 = 10_000_000;
+/// No second down-switch this long after one, unless media is skipped again.
+pub const DRAIN_US: u64 = 2_000_000;
+/// The window of the queue delay's least value.
+const QUEUE_WINDOW_US: u64 = 500_000;
+/// The window of the least delay, the path's delay without a queue.
+const BASE_WINDOW_US: u64 = 10_000_000;
+/// The window of the delivery rate.
+const RATE_WINDOW_US: u64 = 2_000_000;
+/// The window of the capacity samples.
+const CAPACITY_WINDOW_US: u64 = 10_000_000;
+/// Objects smaller than this take too little time on the path to measure it.
+const CAPACITY_MIN_BYTES: u64 = 2_000;
+/// Transfer times below this are taken as this: the sample then says "at least".
+const MIN_TRANSFER_US: i64 = 1_000;
+
+/// Why the rendition changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwitchReason {
+    /// A queue stands on the path.
+    Congested,
+    /// The player skipped media.
+    Skipped,
+    /// The path showed room for the next rendition.
+    Headroom,
+}
+
+impl SwitchReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwitchReason::Congested => "congested",
+            SwitchReason::Skipped => "skipped",
+            SwitchReason::Headroom => "headroom",
+        }
+    }
+}
+
+/// A decision to play another rendition: indices into the bitrates given to [`Abr::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switch {
+    pub from: usize,
+    pub to: usize,
+    pub reason: SwitchReason,
+}
+
+/// The receiver's view of its path, and the rendition it plays.
+#[derive(Debug, Clone)]
+pub struct Abr {
+    /// Bitrates of the renditions, bit/s, in the caller's order.
+    bitrates: Vec<u64>,
+    /// Rendition indices from the lowest bitrate to the highest allowed.
+    ladder: Vec<usize>,
+    /// Position of the current rendition on the ladder.
+    step: usize,
+    /// (arrival, delay) of recent objects, for the base and the queue delay.
+    delays: VecDeque<(u64, i64)>,
+    /// (arrival, bytes) of recent objects, for the delivery rate.
+    received: VecDeque<(u64, u64)>,
+    /// (arrival, bit/s) capacity samples.
+    capacity: VecDeque<(u64, u64)>,
+    /// Since when the conditions to go up have held.
+    calm_since: Option<u64>,
+    last_down_at: Option<u64>,
+    skipped_at: Option<u64>,
+    started_at: u64,
+}
+
+impl Abr {
+    /// Renditions of `bitrates` (bit/s, any order); those above `max_bps` are never chosen,
+    /// except the lowest. Starts on the lowest: a viewer climbs as its path shows room.
+    pub fn new(bitrates: &[u64], max_bps: Option<u64>, now_us: u64) -> Abr {
+        let mut ladder: Vec<usize> = (0..bitrates.len()).collect();
+        ladder.sort_by_key(|&i| bitrates[i]);
+        if let Some(max) = max_bps {
+            let allowed = ladder.iter().filter(|&&i| bitrates[i] <= max).count();
+            ladder.truncate(allowed.max(1));
+        }
+        Abr {
+            bitrates: bitrates.to_vec(),
+            ladder,
+            step: 0,
+            delays: VecDeque::new(),
+            received: VecDeque::new(),
+            capacity: VecDeque::new(),
+            calm_since: None,
+            last_down_at: None,
+            skipped_at: None,
+            started_at: now_us,
+        }
+    }
+
+    /// The rendition to play now (an index into the bitrates given to [`Abr::new`]).
+    pub fn current(&self) -> usize {
+        self.ladder.get(self.step).copied().unwrap_or(0)
+    }
+
+    /// An object of any subscribed track arrived: `bytes` long, `delay_us` after it was
+    /// available at the sender (None: the format does not say).
+    pub fn on_object(&mut self, now_us: u64, bytes: u64, delay_us: Option<i64>) {
+        self.received.push_back((now_us, bytes));
+        expire(&mut self.received, now_us, RATE_WINDOW_US);
+        let Some(delay) = delay_us else { return };
+        self.delays.push_back((now_us, delay));
+        expire(&mut self.delays, now_us, BASE_WINDOW_US);
+        if bytes >= CAPACITY_MIN_BYTES
+            && let Some(base) = self.base_delay()
+        {
+            let transfer = delay.saturating_sub(base).max(MIN_TRANSFER_US) as u64;
+            let bps = bytes.saturating_mul(8_000_000) / transfer;
+            self.capacity.push_back((now_us, bps));
+        }
+        expire(&mut self.capacity, now_us, CAPACITY_WINDOW_US);
+    }
+
+    /// The player skipped media (a late group or frames dropped to catch up).
+    pub fn on_skip(&mut self, now_us: u64) {
+        self.skipped_at = Some(now_us);
+    }
+
+    /// The least delay lately: the path's delay with no queue.
+    fn base_delay(&self) -> Option<i64> {
+        self.delays.iter().map(|(_, d)| *d).min()
+    }
+
+    /// How long objects queued lately, beyond the path's delay: the least over the queue
+    /// window, so one large object does not count.
+    pub fn queue_delay_us(&self, now_us: u64) -> Option<i64> {
+        let base = self.base_delay()?;
+        self.delays
+            .iter()
+            .filter(|(at, _)| at.saturating_add(QUEUE_WINDOW_US) >= now_us)
+            .map(|(_, d)| d - base)
+            .min()
+    }
+
+    /// Bits per second received over the rate window.
+    pub fn delivery_bps(&self, now_us: u64) -> u64 {
+        let span = now_us
+            .saturating_sub(self.started_at)
+            .clamp(1, RATE_WINDOW_US);
+        let bytes: u64 = self
+            .received
+            .iter()
+            .filter(|(at, _)| at.saturating_add(RATE_WINDOW_US) >= now_us)
+            .map(|(_, b)| b)
+            .sum();
+        bytes.saturating_mul(8_000_000) / span
+    }
+
+    /// The path's capacity as recent large objects measured it: their median.
+    pub fn capacity_bps(&self) -> Option<u64> {
+        let mut samples: Vec<u64> = self.capacity.iter().map(|(_, bps)| *bps).collect();
+        samples.sort_unstable();
+        samples.get(samples.len() / 2).copied()
+    }
+
+    /// Whether to play another rendition at `now_us`; the switch is taken as done.
+    pub fn poll(&mut self, now_us: u64) -> Option<Switch> {
+        let queue = self.queue_delay_us(now_us);
+        let skipped = self
+            .skipped_at
+            .is_some_and(|t| self.last_down_at.is_none_or(|d| t > d));
+        let draining = self
+            .last_down_at
+            .is_some_and(|d| now_us.saturating_sub(d) < DRAIN_US);
+        let congested = queue.is_some_and(|q| q > DOWN_QUEUE_US) && !draining;
+        if self.step > 0 && (skipped || congested) {
+            let reason = if skipped {
+                SwitchReason::Skipped
+            } else {
+                SwitchReason::Congested
+            };
+            let budget = self.delivery_bps(now_us) as f64 * HEADROOM;
+            let fits = self.ladder[..self.step]
+                .iter()
+                .rposition(|&i| self.bitrates[i] as f64 <= budget)
+                .unwrap_or(0);
+            return Some(self.go(fits, now_us, reason));
+        }
+        if skipped {
+            // Already on the lowest: nothing to go down to, but it is not calm either.
+            self.last_down_at = Some(now_us);
+        }
+        let next = self.ladder.get(self.step + 1).map(|&i| self.bitrates[i]);
+        let calm = queue.is_some_and(|q| q < CALM_QUEUE_US)
+            && self
+                .last_down_at
+                .is_none_or(|d| now_us.saturating_sub(d) >= UP_HOLD_US)
+            && next.is_some_and(|next| {
+                self.capacity_bps()
+                    .is_some_and(|c| c as f64 >= next as f64 * UP_MARGIN)
+            });
+        if !calm {
+            self.calm_since = None;
+            return None;
+        }
+        let since = *self.calm_since.get_or_insert(now_us);
+        (now_us.saturating_sub(since) >= UP_SUSTAIN_US)
+            .then(|| self.go(self.step + 1, now_us, SwitchReason::Headroom))
+    }
+
+    fn go(&mut self, step: usize, now_us: u64, reason: SwitchReason) -> Switch {
+        let from = self.current();
+        self.step = step;
+        self.calm_since = None;
+        if reason != SwitchReason::Headroom {
+            self.last_down_at = Some(now_us);
+        }
+        Switch {
+            from,
+            to: self.current(),
+            reason,
+        }
+    }
+}
+
+/// Drops entries older than `window` before `now`.
+fn expire<T>(entries: &mut VecDeque<(u64, T)>, now: u64, window: u64) {
+    while entries
+        .front()
+        .is_some_and(|(at, _)| at.saturating_add(window) < now)
+    {
+        entries.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000;
+    const S: u64 = 1_000_000;
+    /// 250 / 600 / 1200 kbit/s, listed out of order as a catalog might.
+    const LADDER: [u64; 3] = [600_000, 250_000, 1_200_000];
+    const LOW: usize = 1;
+    const MID: usize = 0;
+    const HIGH: usize = 2;
+
+    /// A path of `link_bps` with a FIFO queue and 20 ms of propagation, carrying a
+    /// 24 fps video of `video_bps` (keyframe every 15 frames, 8× a delta frame) and
+    /// 64 kbit/s of audio in 20 ms frames. Objects leave the sender when available.
+    struct Path {
+        link_bps: u64,
+        /// When the link finishes what it has queued.
+        busy_until: u64,
+        now: u64,
+        frame: u64,
+    }
+
+    const PROPAGATION_US: u64 = 20 * MS;
+
+    impl Path {
+        fn new(link_bps: u64) -> Path {
+            Path {
+                link_bps,
+                busy_until: 0,
+                now: 0,
+                frame: 0,
+            }
+        }
+
+        /// Sends `bytes` available at `at`; returns when the last byte arrives.
+        fn send(&mut self, at: u64, bytes: u64) -> u64 {
+            let start = self.busy_until.max(at);
+            self.busy_until = start + bytes * 8 * S / self.link_bps;
+            self.busy_until + PROPAGATION_US
+        }
+
+        /// Runs `seconds` of media at the rendition `abr` plays, feeding `abr` and
+        /// polling it every 10 ms; returns the switches, with when they happened.
+        fn run(
+            &mut self,
+            abr: &mut Abr,
+            seconds: u64,
+            link: impl Fn(u64) -> u64,
+        ) -> Vec<(u64, Switch)> {
+            let mut arrivals: Vec<(u64, u64, u64)> = Vec::new();
+            let mut switches = Vec::new();
+            let end = self.now + seconds * S;
+            let (frame_us, audio_us) = (41_667, 20_000);
+            let (mut next_video, mut next_audio) = (self.now, self.now);
+            while self.now < end {
+                self.link_bps = link(self.now);
+                let bitrate = LADDER[abr.current()];
+                if self.now >= next_video {
+                    let delta = bitrate / 8 * frame_us / S * 15 / 22;
+                    let bytes = if self.frame.is_multiple_of(15) {
+                        delta * 8
+                    } else {
+                        delta
+                    };
+                    let arrival = self.send(self.now, bytes);
+                    arrivals.push((arrival, self.now, bytes));
+                    self.frame += 1;
+                    next_video += frame_us;
+                }
+                if self.now >= next_audio {
+                    let arrival = self.send(self.now, 64_000 / 8 * audio_us / S);
+                    arrivals.push((arrival, self.now, 160));
+                    next_audio += audio_us;
+                }
+                arrivals.sort_unstable();
+                while arrivals.first().is_some_and(|(a, _, _)| *a <= self.now) {
+                    let (arrival, sent, bytes) = arrivals.remove(0);
+                    abr.on_object(arrival, bytes, Some((arrival - sent) as i64 + 5_000_000));
+                }
+                if self.now.is_multiple_of(10 * MS)
+                    && let Some(switch) = abr.poll(self.now)
+                {
+                    switches.push((self.now, switch));
+                }
+                self.now += MS;
+            }
+            switches
+        }
+    }
+
+    #[test]
+    fn an_unconstrained_path_climbs_to_the_top_one_step_at_a_time() {
+        let mut abr = Abr::new(&LADDER, None, 0);
+        assert_eq!(abr.current(), LOW);
+        let switches = Path::new(100_000_000).run(&mut abr, 20, |_| 100_000_000);
+        let steps: Vec<(usize, usize)> = switches.iter().map(|(_, s)| (s.from, s.to)).collect();
+        assert_eq!(steps, [(LOW, MID), (MID, HIGH)]);
+        assert!(
+            switches
+                .iter()
+                .all(|(_, s)| s.reason == SwitchReason::Headroom)
+        );
+        // Cautiously: each step after the conditions held for UP_SUSTAIN_US.
+        assert!(switches[0].0 >= UP_SUSTAIN_US && switches[1].0 - switches[0].0 >= UP_SUSTAIN_US);
+        assert!(switches[1].0 < 12 * S, "{switches:?}");
+    }
+
+    #[test]
+    fn a_400_kbit_path_settles_on_the_250_rendition() {
+        let mut abr = Abr::new(&LADDER, None, 0);
+        let switches = Path::new(400_000).run(&mut abr, 30, |_| 400_000);
+        assert!(switches.is_empty(), "{switches:?}");
+        assert_eq!(abr.current(), LOW);
+        let capacity = abr.capacity_bps().unwrap();
+        assert!((300_000..600_000).contains(&capacity), "{capacity}");
+    }
+
+    #[test]
+    fn a_collapsing_path_switches_down_promptly_and_recovers_cautiously() {
+        // 1200 kbit/s, 400 from 20 s, 1200 again from 50 s (the CASCADE shape).
+        let link = |t: u64| {
+            if (20 * S..50 * S).contains(&t) {
+                400_000
+            } else {
+                1_200_000
+            }
+        };
+        let mut abr = Abr::new(&LADDER, None, 0);
+        let mut path = Path::new(1_200_000);
+        let before = path.run(&mut abr, 20, link);
+        assert_eq!(
+            abr.current(),
+            MID,
+            "1200 kbit/s carries 600 with room, not 1200: {before:?}"
+        );
+        let during = path.run(&mut abr, 30, link);
+        let (at, down) = during[0];
+        assert_eq!(
+            (down.to, down.reason),
+            (LOW, SwitchReason::Congested),
+            "{during:?}"
+        );
+        assert!(
+            at - 20 * S < 2 * S,
+            "down within 2 s of the collapse: {during:?}"
+        );
+        assert_eq!(during.len(), 1, "{during:?}");
+        let after = path.run(&mut abr, 30, link);
+        let (at, up) = after[0];
+        assert_eq!(
+            (up.to, up.reason),
+            (MID, SwitchReason::Headroom),
+            "{after:?}"
+        );
+        assert!(at - 50 * S >= UP_SUSTAIN_US, "{after:?}");
+        assert_eq!(after.len(), 1, "and stays there: {after:?}");
+    }
+
+    #[test]
+    fn a_skip_switches_down_at_once_and_holds_the_way_up() {
+        let mut abr = Abr::new(&LADDER, None, 0);
+        Path::new(100_000_000).run(&mut abr, 20, |_| 100_000_000);
+        assert_eq!(abr.current(), HIGH);
+        let now = 20 * S;
+        abr.on_skip(now);
+        let down = abr.poll(now).unwrap();
+        assert_eq!((down.from, down.reason), (HIGH, SwitchReason::Skipped));
+        assert_eq!(abr.poll(now + 10 * MS), None, "one skip, one switch");
+        // However calm the path, no way up for UP_HOLD_US.
+        let mut path = Path::new(100_000_000);
+        path.now = now;
+        let again = path.run(&mut abr, 9, |_| 100_000_000);
+        assert!(again.is_empty(), "{again:?}");
+    }
+
+    #[test]
+    fn the_maximum_bitrate_caps_the_ladder_but_keeps_the_lowest() {
+        let mut abr = Abr::new(&LADDER, Some(700_000), 0);
+        Path::new(100_000_000).run(&mut abr, 20, |_| 100_000_000);
+        assert_eq!(abr.current(), MID);
+        let abr = Abr::new(&LADDER, Some(100_000), 0);
+        assert_eq!(abr.current(), LOW);
+    }
+
+    #[test]
+    fn without_delays_nothing_moves_but_skips() {
+        let mut abr = Abr::new(&LADDER, None, 0);
+        for t in 0..2_000 {
+            abr.on_object(t * 10 * MS, 20_000, None);
+            assert_eq!(abr.poll(t * 10 * MS), None);
+        }
+        assert_eq!(abr.current(), LOW);
+    }
+}

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -334,6 +334,29 @@ fn audio_and_video_play_through_the_relay() {
         );
         assert!(worst <= 40.0, "{what}: A/V skew {worst:.1} ms");
     }
+}
+
+/// The congested A/V run of tests/av.rs with moq-relay between moqsink and the link: the
+/// relay forwards audio ahead of the video it has to thin.
+#[test]
+fn audio_plays_on_through_the_relay_while_congestion_makes_the_video_skip() {
+    let relay = Relay::start();
+    let sender = av::AvSender::start(
+        av::CONGESTED_VIDEO,
+        av::AudioCodec::Opus,
+        &format!(
+            "url={} namespace={NAMESPACE} tls-fingerprint={}",
+            relay.url(),
+            relay.fingerprint
+        ),
+    );
+    let forward = SocketAddr::from(([127, 0, 0, 1], relay.port));
+    av::play_congested(&sender, forward, |link| {
+        format!(
+            "url=moqt://{link}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
+            relay.fingerprint
+        )
+    });
 }
 
 /// Kills the relay for `down`, restarts it on the same port and certificate, and checks

@@ -2,6 +2,7 @@
 //! `audio_0` pads, a receiver decoding both of moqsrc's pads, what crossed each pad on
 //! both sides, and the figures the A/V tests assert on (delivery, A/V skew, audio gaps).
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,20 @@ impl AudioCodec {
         }
     }
 }
+
+/// A ~600 kbit/s stream with B frames (see tests/congestion.rs): too much for
+/// [`CONGESTED_LINK_KBIT`].
+pub const CONGESTED_VIDEO: &str = "\
+    videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
+    videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1 \
+    compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
+    ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
+    ! x264enc bitrate=600 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
+    ! h264parse";
+
+pub const CONGESTED_LINK_KBIT: u64 = 400;
+/// 3 s at the link rate, like the congestion tests.
+const CONGESTED_QUEUE_BYTES: usize = 150_000;
 
 /// Live stereo audio, every buffer different.
 pub const AV_AUDIO: &str = "audiotestsrc is-live=true wave=ticks \
@@ -377,4 +392,63 @@ pub fn audio_gaps_ms(audio: &[OutFrame], longer_than: Duration) -> Vec<f64> {
         .filter(|gap| *gap > limit)
         .map(|gap| gap as f64 / 1000.0)
         .collect()
+}
+
+/// Plays what `sender` publishes for 30 s through a [`CONGESTED_LINK_KBIT`] link in front
+/// of `forward` (moqsink's port or a relay's), with `src_properties(link address)` on
+/// moqsrc, and checks that the video skipped while the audio played on: ≥ 95 % of it, no
+/// hole over 60 ms, A/V skew within 40 ms.
+pub fn play_congested(
+    sender: &AvSender,
+    forward: SocketAddr,
+    src_properties: impl Fn(SocketAddr) -> String,
+) {
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward,
+        downstream: Some(linkem::Profile::constant(
+            CONGESTED_LINK_KBIT,
+            CONGESTED_QUEUE_BYTES,
+        )),
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let receiver = AvReceiver::start(&src_properties(link.local_addr()), AudioCodec::Opus);
+    receiver.wait_both(24, WAIT).expect("both tracks play");
+    std::thread::sleep(Duration::from_secs(30));
+    let skips = receiver.skips();
+    let sink_stats: gst::Structure = sender.sink.property("stats");
+    let src_stats: gst::Structure = receiver.pipeline.by_name("s").unwrap().property("stats");
+    eprintln!("sender {sink_stats}\nreceiver {src_stats}");
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    let totals = link.stop();
+    let (video, audio) = (
+        receiver.video.lock().unwrap(),
+        receiver.audio.lock().unwrap(),
+    );
+    let gaps = audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
+    let (a_got, a_span) = received_span(&audio.outputs);
+    // Video frames after the jumps land on the audio's timeline.
+    let skew = av_skew_ms(
+        &sender.video.lock().unwrap(),
+        &video.outputs,
+        &sender.audio.lock().unwrap(),
+        &audio.outputs,
+        Duration::from_secs(1),
+    );
+    let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+    eprintln!(
+        "{CONGESTED_LINK_KBIT} kbit/s: video {} frames output, {skips} skips; audio {a_got} of \
+         {a_span} frames output, {} gaps over 60 ms {gaps:?}; A/V skew worst {worst:.1} ms over \
+         {} pairs; link {totals:?}",
+        video.outputs.len(),
+        gaps.len(),
+        skew.len()
+    );
+    assert!(worst <= 40.0, "A/V skew {worst:.1} ms");
+    assert!(skips > 0, "the video skipped (the link is too slow for it)");
+    assert!(a_got * 100 >= a_span * 95, "audio {a_got}/{a_span}");
+    assert!(gaps.is_empty(), "audio gaps over 60 ms: {gaps:?}");
 }

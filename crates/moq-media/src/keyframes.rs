@@ -1,4 +1,5 @@
-//! When to ask the encoder for a keyframe on behalf of a new subscriber.
+//! When to ask the encoder for a keyframe on behalf of a new subscriber, and when to ask
+//! the other encoders of a set of renditions so that their groups start together.
 //!
 //! A subscriber joining mid-GoP starts sooner with a fresh keyframe than by waiting for the
 //! next one, but keyframes are expensive (an I frame costs several P frames) and a peer can
@@ -59,6 +60,77 @@ impl KeyframeRequests {
     }
 }
 
+/// A keyframe on a rendition this soon after the others were asked for one answers that
+/// request: it does not make the others start a group again.
+const FOLLOW_WINDOW_US: u64 = 500_000;
+
+/// Keeps the groups of renditions of one content aligned, so a receiver switching between
+/// them lands on a group start: a keyframe one encoder makes on its own (its GoP, or a
+/// subscriber's request) asks every other encoder of the set for one. The keyframes that
+/// answer are recognised by coming within [`FOLLOW_WINDOW_US`] of the request, so they
+/// start nothing themselves.
+#[derive(Debug, Clone)]
+pub struct AlignedKeyframes<K> {
+    members: Vec<Member<K>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Member<K> {
+    id: K,
+    /// When it was last asked for a keyframe to follow another.
+    asked_at: Option<u64>,
+    /// Whether a keyframe answered that request.
+    answered: bool,
+}
+
+impl<K: Copy + Eq> Default for AlignedKeyframes<K> {
+    fn default() -> Self {
+        AlignedKeyframes {
+            members: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy + Eq> AlignedKeyframes<K> {
+    pub fn add(&mut self, id: K) {
+        if !self.members.iter().any(|m| m.id == id) {
+            self.members.push(Member {
+                id,
+                asked_at: None,
+                answered: false,
+            });
+        }
+    }
+
+    pub fn remove(&mut self, id: K) {
+        self.members.retain(|m| m.id != id);
+    }
+
+    /// A keyframe of `id` was published at `now_us`: the renditions to ask for one.
+    pub fn keyframe(&mut self, id: K, now_us: u64) -> Vec<K> {
+        let recently = |m: &Member<K>| {
+            m.asked_at
+                .is_some_and(|t| now_us.saturating_sub(t) < FOLLOW_WINDOW_US)
+        };
+        let Some(this) = self.members.iter_mut().find(|m| m.id == id) else {
+            return Vec::new();
+        };
+        if recently(this) && !this.answered {
+            this.answered = true;
+            return Vec::new();
+        }
+        let mut ask = Vec::new();
+        for m in &mut self.members {
+            if m.id != id && !recently(m) {
+                m.asked_at = Some(now_us);
+                m.answered = false;
+                ask.push(m.id);
+            }
+        }
+        ask
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +186,33 @@ mod tests {
         assert!(k.request(400 * MS));
         assert!(!k.request(600 * MS));
         assert!(k.request(650 * MS));
+    }
+
+    #[test]
+    fn a_keyframe_of_one_rendition_asks_the_others_once() {
+        let mut aligned = AlignedKeyframes::default();
+        for m in [1, 2, 3] {
+            aligned.add(m);
+        }
+        aligned.add(2);
+        // Rendition 2's encoder starts a GoP: 1 and 3 are asked.
+        assert_eq!(aligned.keyframe(2, 1_000_000), [1, 3]);
+        // Their answers start nothing, nor does a second leader within the window.
+        assert!(aligned.keyframe(1, 1_040_000).is_empty());
+        assert!(aligned.keyframe(2, 1_050_000).is_empty());
+        assert!(aligned.keyframe(3, 1_080_000).is_empty());
+        // The next GoP of any of them asks the others again.
+        assert_eq!(aligned.keyframe(3, 1_625_000), [1, 2]);
+        // A rendition that never answered is asked again after the window, not before.
+        let mut aligned = AlignedKeyframes::default();
+        aligned.add(1);
+        aligned.add(2);
+        assert_eq!(aligned.keyframe(1, 0), [2]);
+        assert!(aligned.keyframe(1, 100_000).is_empty());
+        assert_eq!(aligned.keyframe(1, 600_000), [2]);
+        // A removed rendition is not asked; an unknown one asks nobody.
+        aligned.remove(2);
+        assert!(aligned.keyframe(1, 2_000_000).is_empty());
+        assert!(aligned.keyframe(9, 2_000_000).is_empty());
     }
 }

@@ -64,6 +64,7 @@ pub fn video_params(s: &gst::StructureRef) -> Result<(StreamParams, Option<gst::
     let params = StreamParams {
         format: Some(format),
         framerate,
+        ..StreamParams::default()
     };
     let avcc = codec_data.filter(|_| matches!(format, StreamFormat::Avc { .. }));
     Ok((params, avcc))

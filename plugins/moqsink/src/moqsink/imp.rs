@@ -1,4 +1,4 @@
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -9,6 +9,8 @@ use bytes::Bytes;
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
+use h264::FrameKind;
+use moq_media::keyframes::AlignedKeyframes;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
@@ -201,6 +203,8 @@ struct Started {
     warned_no_encoder: bool,
     rate_policy: RatePolicy,
     adapting: Option<tokio::task::JoinHandle<()>>,
+    /// Video tracks by alternate group: their keyframes are kept aligned.
+    renditions: HashMap<u32, AlignedKeyframes<TrackId>>,
 }
 
 /// Malformed frames, reported on the bus without flooding it: the first at once, then at
@@ -415,6 +419,11 @@ impl MoqSink {
             // Not a video track: nothing to ask for.
             None => return,
         };
+        self.force_keyframe(id, track);
+    }
+
+    /// Sends a keyframe request upstream of the pad of track `id` (`track` names it).
+    fn force_keyframe(&self, id: TrackId, track: &str) {
         let Some(entry) = self.pad_entry(id) else {
             return;
         };
@@ -705,6 +714,7 @@ impl MoqSink {
             warned_no_encoder: false,
             rate_policy: settings.rate_policy,
             adapting: None,
+            renditions: HashMap::new(),
         });
         let adapting = RUNTIME.spawn(adapt_loop(self.obj().downgrade()));
         if let Some(started) = lock(&self.state).as_mut() {
@@ -738,7 +748,24 @@ impl MoqSink {
         let started = state.as_mut().ok_or("caps before the element started")?;
         let result = match entry.kind {
             MediaKind::Video => {
-                let (params, avcc) = caps::video_params(s)?;
+                let (mut params, avcc) = caps::video_params(s)?;
+                let pad = entry.pad.settings();
+                if pad.alt_group != 0 && pad.bitrate == 0 {
+                    return Err(format!(
+                        "pad {} is in alternate group {} without a bitrate: set its bitrate \
+                         (bit/s) so receivers can choose among the renditions",
+                        entry.pad.name(),
+                        pad.alt_group
+                    ));
+                }
+                params.bitrate = (pad.bitrate > 0).then_some(pad.bitrate);
+                params.alt_group = (pad.alt_group > 0).then_some(pad.alt_group);
+                for aligned in started.renditions.values_mut() {
+                    aligned.remove(id);
+                }
+                if let Some(group) = params.alt_group {
+                    started.renditions.entry(group).or_default().add(id);
+                }
                 let map = avcc.as_ref().and_then(|b| b.map_readable().ok());
                 started
                     .publisher
@@ -775,6 +802,8 @@ impl MoqSink {
             .publisher
             .track(id)
             .map_or_else(String::new, |t| t.name().to_owned());
+        // Renditions whose encoders should start a group with this one.
+        let mut align = Vec::new();
         let result = match kind {
             Some(true) => started
                 .publisher
@@ -788,6 +817,14 @@ impl MoqSink {
                         placed.role,
                         placed.group
                     );
+                    if placed.info.kind == FrameKind::Key {
+                        let now = unix_now_us();
+                        align = started
+                            .renditions
+                            .values_mut()
+                            .flat_map(|aligned| aligned.keyframe(id, now))
+                            .collect();
+                    }
                 }),
             Some(false) => started.publisher.push_audio(id, data, timing),
             None => Err(Dropped::NotConfigured),
@@ -823,6 +860,14 @@ impl MoqSink {
             }
         };
         drop(state);
+        for other in align {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "{name} started a group: aligning {other:?}"
+            );
+            self.force_keyframe(other, &name);
+        }
         // Posted without holding the state: bus handlers may call back into the element.
         if let Some(text) = report {
             gst::element_imp_warning!(self, gst::StreamError::Decode, ("{text}"));
@@ -1292,6 +1337,9 @@ impl ElementImpl for MoqSink {
         };
         if let Some(started) = lock(&self.state).as_mut() {
             started.publisher.remove_track(entry.id, unix_now_us());
+            for aligned in started.renditions.values_mut() {
+                aligned.remove(entry.id);
+            }
         }
         let _ = entry.sink.set_state(gst::State::Null);
         let _ = self.obj().remove(&entry.sink);

@@ -46,6 +46,10 @@ fn kind_index(kind: FrameKind) -> usize {
 pub struct StreamParams {
     pub format: Option<StreamFormat>,
     pub framerate: Option<[u32; 2]>,
+    /// From the pad's properties: the nominal bitrate (bit/s) and alternate group of a
+    /// rendition, for the catalog.
+    pub bitrate: Option<u64>,
+    pub alt_group: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -272,6 +276,8 @@ impl VideoTrack {
             height: Some(sps.height),
             framerate: self.stream.framerate,
             avcc: Some(catalog::hex_encode(active.avcc())),
+            bitrate: self.stream.bitrate,
+            alt_group: self.stream.alt_group,
             enhancement: enhancement.clone(),
             ..TrackEntry::new(self.name(), TrackKind::Video)
         }];

@@ -1,0 +1,196 @@
+//! Renditions: the same video at several bitrates on moqsink's video pads, declared as
+//! alternates in the catalog, with their groups started together so a receiver switching
+//! between them lands on a group start.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use gst::prelude::*;
+use moq_media::Catalog;
+use moq_session::tls::{self, Trust};
+use moq_session::{
+    FilterType, Location, MoqUrl, SessionConfig, SubscribeOptions, TrackEvent, TrackNamespace,
+};
+
+/// One camera, two encoders whose own GoPs (48 and 30 frames) rarely coincide.
+fn renditions_pipeline(port: u16) -> String {
+    let encoder = |kbit: u32, gop: u32| {
+        format!(
+            "queue ! x264enc bitrate={kbit} key-int-max={gop} bframes=0 speed-preset=ultrafast \
+             tune=zerolatency ! h264parse"
+        )
+    };
+    format!(
+        "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=24/1 \
+         ! tee name=t t. ! {} ! m.video_0 t. ! {} ! m.video_1 \
+         moqsink name=m sync=false listen=127.0.0.1:{port}",
+        encoder(250, 48),
+        encoder(600, 30)
+    )
+}
+
+/// Running times (µs) of the keyframes that reached each of moqsink's two video pads.
+type Keyframes = Arc<Mutex<[Vec<i64>; 2]>>;
+
+fn record_keyframes(sink: &gst::Element) -> Keyframes {
+    let keyframes: Keyframes = Arc::default();
+    for (i, name) in ["video_0", "video_1"].into_iter().enumerate() {
+        let record = keyframes.clone();
+        sink.static_pad(name).expect("requested pad").add_probe(
+            gst::PadProbeType::BUFFER,
+            move |_, info| {
+                if let Some(b) = info.buffer()
+                    && !b.flags().contains(gst::BufferFlags::DELTA_UNIT)
+                    && let Some(pts) = b.pts()
+                {
+                    record.lock().unwrap_or_else(|e| e.into_inner())[i].push(pts.useconds() as i64);
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
+    }
+    keyframes
+}
+
+/// Of the keyframes of either pad after the first second, how many have one on the other
+/// pad within a frame: (aligned, total).
+fn aligned(keyframes: &[Vec<i64>; 2]) -> (usize, usize) {
+    let start = keyframes.iter().flatten().min().copied().unwrap_or(0) + 1_000_000;
+    let mut counts = (0, 0);
+    for (this, other) in [(0, 1), (1, 0)] {
+        for k in keyframes[this].iter().filter(|k| **k >= start) {
+            counts.1 += 1;
+            if keyframes[other].iter().any(|o| (o - k).abs() <= 42_000) {
+                counts.0 += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Publishes the two renditions for `seconds`, in alternate group `alt_group` (0: none).
+fn publish(
+    alt_group: u32,
+    seconds: u64,
+    inspect: impl FnOnce(u16, &gst::Element),
+) -> [Vec<i64>; 2] {
+    init();
+    let port = free_udp_port();
+    let pipeline = gst::parse::launch(&renditions_pipeline(port))
+        .expect("pipeline")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let sink = pipeline.by_name("m").expect("moqsink");
+    for (pad, kbit) in [("video_0", 250_000u64), ("video_1", 600_000)] {
+        let pad = sink.static_pad(pad).expect("requested pad");
+        pad.set_property("alt-group", alt_group);
+        pad.set_property("bitrate", kbit);
+    }
+    let keyframes = record_keyframes(&sink);
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    std::thread::sleep(Duration::from_secs(seconds));
+    inspect(port, &sink);
+    pipeline.set_state(gst::State::Null).unwrap();
+    keyframes.lock().unwrap().clone()
+}
+
+#[test]
+fn renditions_in_an_alternate_group_start_their_groups_together() {
+    let apart = aligned(&publish(0, 8, |_, _| {}));
+    let together = aligned(&publish(1, 8, |_, _| {}));
+    eprintln!(
+        "keyframes with one on the other rendition within a frame: {}/{} without an \
+         alternate group, {}/{} with",
+        apart.0, apart.1, together.0, together.1
+    );
+    assert!(together.1 >= 6, "keyframes seen: {together:?}");
+    assert!(
+        together.0 * 100 >= together.1 * 90,
+        "aligned in the group: {together:?}"
+    );
+    assert!(
+        apart.0 * 100 <= apart.1 * 50,
+        "apart without a group: {apart:?}"
+    );
+}
+
+/// The catalog document moqsink serves on 127.0.0.1:`port`.
+fn fetch_catalog(port: u16, fingerprint: &str) -> Catalog {
+    runtime().block_on(async {
+        let url = MoqUrl::parse(&format!("moqt://127.0.0.1:{port}/live")).expect("url");
+        let trust = Trust::Fingerprint(tls::parse_fingerprint(fingerprint).expect("fingerprint"));
+        let session = tokio::time::timeout(
+            WAIT,
+            moq_session::connect(&url, &trust, SessionConfig::default()),
+        )
+        .await
+        .expect("connects in time")
+        .expect("connects");
+        let options = SubscribeOptions {
+            filter: FilterType::AbsoluteStart(Location {
+                group: 0,
+                object: 0,
+            }),
+            ..SubscribeOptions::default()
+        };
+        let mut catalog = session
+            .subscribe(TrackNamespace::from_path("live"), "catalog", options)
+            .await
+            .expect("catalog subscription");
+        loop {
+            match tokio::time::timeout(WAIT, catalog.next()).await {
+                Ok(Some(TrackEvent::Object(object))) => {
+                    return Catalog::from_json(&object.payload).expect("a valid catalog");
+                }
+                Ok(Some(_)) => {}
+                other => panic!("no catalog object: {:?}", other.is_ok()),
+            }
+        }
+    })
+}
+
+#[test]
+fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
+    publish(3, 2, |port, sink| {
+        let fingerprint: String = sink
+            .property::<Option<String>>("certificate-fingerprint")
+            .expect("a fingerprint");
+        let catalog = fetch_catalog(port, &fingerprint);
+        let alternates: Vec<(&str, Option<u64>, Option<u32>)> = catalog
+            .alternates("video")
+            .iter()
+            .map(|t| (t.name.as_str(), t.bitrate, t.alt_group))
+            .collect();
+        assert_eq!(
+            alternates,
+            [
+                ("video", Some(250_000), Some(3)),
+                ("video-1", Some(600_000), Some(3))
+            ]
+        );
+    });
+}
+
+#[test]
+fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
+    init();
+    let port = free_udp_port();
+    let pipeline = gst::parse::launch(&renditions_pipeline(port))
+        .expect("pipeline")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let sink = pipeline.by_name("m").expect("moqsink");
+    sink.static_pad("video_1")
+        .expect("requested pad")
+        .set_property("alt-group", 1u32);
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    let error = wait_eos(&pipeline, WAIT).expect_err("an error");
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(
+        error.contains("without a bitrate"),
+        "the error says why: {error}"
+    );
+}

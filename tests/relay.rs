@@ -311,21 +311,17 @@ fn audio_and_video_play_through_the_relay() {
         let (video, audio) = (r.video.lock().unwrap(), r.audio.lock().unwrap());
         let (v_got, v_span) = av::received_span(&video.outputs);
         let (a_got, a_span) = av::received_span(&audio.outputs);
-        let skew = av::av_skew_ms(
-            &sender.video.lock().unwrap(),
-            &video.outputs,
-            &sender.audio.lock().unwrap(),
-            &audio.outputs,
-            Duration::from_secs(1),
-        );
-        let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+        let av::Skew {
+            worst_ms: worst,
+            pairs,
+        } = av::skew(&sender, &video, &audio);
         // From the first frame on: a late joiner's video GoP older than its audio must
         // not cut a hole into the audio when it arrives.
         let gaps = av::audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
         eprintln!(
             "through the relay, {what}: video {v_got}/{v_span}, audio {a_got}/{a_span}, \
              A/V skew worst {worst:.1} ms over {} pairs, audio gaps > 60 ms: {gaps:?}",
-            skew.len()
+            pairs
         );
         assert!(gaps.is_empty(), "{what}: audio gaps {gaps:?} ms");
         assert!(

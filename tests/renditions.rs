@@ -32,6 +32,19 @@ fn renditions_pipeline(port: u16) -> String {
     )
 }
 
+/// The two renditions into a listening moqsink on a free port, not yet playing: (port,
+/// pipeline, moqsink).
+fn launch_renditions() -> (u16, gst::Pipeline, gst::Element) {
+    init();
+    let port = free_udp_port();
+    let pipeline = gst::parse::launch(&renditions_pipeline(port))
+        .expect("pipeline")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let sink = pipeline.by_name("m").expect("moqsink");
+    (port, pipeline, sink)
+}
+
 /// Running times (µs) of the keyframes that reached each of moqsink's two video pads.
 type Keyframes = Arc<Mutex<[Vec<i64>; 2]>>;
 
@@ -77,13 +90,7 @@ fn publish(
     seconds: u64,
     inspect: impl FnOnce(u16, &gst::Element),
 ) -> [Vec<i64>; 2] {
-    init();
-    let port = free_udp_port();
-    let pipeline = gst::parse::launch(&renditions_pipeline(port))
-        .expect("pipeline")
-        .downcast::<gst::Pipeline>()
-        .expect("a pipeline");
-    let sink = pipeline.by_name("m").expect("moqsink");
+    let (port, pipeline, sink) = launch_renditions();
     for (pad, kbit) in [("video_0", 250_000u64), ("video_1", 600_000)] {
         let pad = sink.static_pad(pad).expect("requested pad");
         pad.set_property("alt-group", alt_group);
@@ -176,13 +183,7 @@ fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
 
 #[test]
 fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
-    init();
-    let port = free_udp_port();
-    let pipeline = gst::parse::launch(&renditions_pipeline(port))
-        .expect("pipeline")
-        .downcast::<gst::Pipeline>()
-        .expect("a pipeline");
-    let sink = pipeline.by_name("m").expect("moqsink");
+    let (_, pipeline, sink) = launch_renditions();
     sink.static_pad("video_1")
         .expect("requested pad")
         .set_property("alt-group", 1u32);

@@ -349,10 +349,35 @@ pub fn received_span(out: &[OutFrame]) -> (usize, usize) {
     }
 }
 
+/// How far the receiver put video and audio apart from where the sender had them.
+#[derive(Debug, Clone, Copy)]
+pub struct Skew {
+    /// The largest skew, either way, ms.
+    pub worst_ms: f64,
+    /// Video frames matched with an audio frame.
+    pub pairs: usize,
+}
+
+/// The A/V skew of what `video` and `audio` output against what `sender` sent, from a
+/// second after the first video frame (see [`av_skew_ms`]).
+pub fn skew(sender: &AvSender, video: &PadRecord, audio: &PadRecord) -> Skew {
+    let skew = av_skew_ms(
+        &sender.video.lock().unwrap(),
+        &video.outputs,
+        &sender.audio.lock().unwrap(),
+        &audio.outputs,
+        Duration::from_secs(1),
+    );
+    Skew {
+        worst_ms: skew.iter().fold(0.0f64, |m, s| m.max(s.abs())),
+        pairs: skew.len(),
+    }
+}
+
 /// A/V skew, ms, of every video frame output `settle` or more after the first one,
 /// against the audio frame nearest to it in the sender's time: how much further apart
 /// (or closer) the receiver put them than the sender had them.
-pub fn av_skew_ms(
+fn av_skew_ms(
     sent_video: &[SentFrame],
     video: &[OutFrame],
     sent_audio: &[SentFrame],
@@ -431,21 +456,17 @@ pub fn play_congested(
     let gaps = audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
     let (a_got, a_span) = received_span(&audio.outputs);
     // Video frames after the jumps land on the audio's timeline.
-    let skew = av_skew_ms(
-        &sender.video.lock().unwrap(),
-        &video.outputs,
-        &sender.audio.lock().unwrap(),
-        &audio.outputs,
-        Duration::from_secs(1),
-    );
-    let worst = skew.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+    let Skew {
+        worst_ms: worst,
+        pairs,
+    } = skew(sender, &video, &audio);
     eprintln!(
         "{CONGESTED_LINK_KBIT} kbit/s: video {} frames output, {skips} skips; audio {a_got} of \
          {a_span} frames output, {} gaps over 60 ms {gaps:?}; A/V skew worst {worst:.1} ms over \
          {} pairs; link {totals:?}",
         video.outputs.len(),
         gaps.len(),
-        skew.len()
+        pairs
     );
     assert!(worst <= 40.0, "A/V skew {worst:.1} ms");
     assert!(skips > 0, "the video skipped (the link is too slow for it)");

@@ -207,6 +207,18 @@ struct Started {
     renditions: HashMap<u32, AlignedKeyframes<TrackId>>,
 }
 
+impl Started {
+    /// Puts video track `id` in alternate group `group` (None: in none).
+    fn set_alt_group(&mut self, id: TrackId, group: Option<u32>) {
+        for aligned in self.renditions.values_mut() {
+            aligned.remove(id);
+        }
+        if let Some(group) = group {
+            self.renditions.entry(group).or_default().add(id);
+        }
+    }
+}
+
 /// Malformed frames, reported on the bus without flooding it: the first at once, then at
 /// most one report per interval with the count since the last one.
 #[derive(Default)]
@@ -760,12 +772,7 @@ impl MoqSink {
                 }
                 params.bitrate = (pad.bitrate > 0).then_some(pad.bitrate);
                 params.alt_group = (pad.alt_group > 0).then_some(pad.alt_group);
-                for aligned in started.renditions.values_mut() {
-                    aligned.remove(id);
-                }
-                if let Some(group) = params.alt_group {
-                    started.renditions.entry(group).or_default().add(id);
-                }
+                started.set_alt_group(id, params.alt_group);
                 let map = avcc.as_ref().and_then(|b| b.map_readable().ok());
                 started
                     .publisher
@@ -1337,9 +1344,7 @@ impl ElementImpl for MoqSink {
         };
         if let Some(started) = lock(&self.state).as_mut() {
             started.publisher.remove_track(entry.id, unix_now_us());
-            for aligned in started.renditions.values_mut() {
-                aligned.remove(entry.id);
-            }
+            started.set_alt_group(entry.id, None);
         }
         let _ = entry.sink.set_state(gst::State::Null);
         let _ = self.obj().remove(&entry.sink);

@@ -7,6 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::ladder;
 use common::*;
 use gst::prelude::*;
 use moq_media::Catalog;
@@ -194,4 +195,108 @@ fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
         error.contains("without a bitrate"),
         "the error says why: {error}"
     );
+}
+
+/// moqsrc's figures for the video: the rendition playing and the switches so far.
+fn playing(receiver: &Receiver) -> (String, u64) {
+    let stats: gst::Structure = receiver
+        .pipeline
+        .by_name("src")
+        .expect("moqsrc")
+        .property("stats");
+    (
+        stats.get::<String>("rendition").unwrap_or_default(),
+        stats.get::<u64>("rendition-switches").unwrap_or_default(),
+    )
+}
+
+/// Waits until moqsrc plays `rendition`.
+fn wait_rendition(receiver: &Receiver, rendition: &str, timeout: Duration) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let (now, switches) = playing(receiver);
+        if now == rendition {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "on {now:?} after {switches} switches, not {rendition:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn direct_viewer(port: u16, sink: &gst::Element, properties: &str) -> Receiver {
+    let fingerprint: String = sink
+        .property::<Option<String>>("certificate-fingerprint")
+        .expect("a fingerprint");
+    Receiver::start(&format!(
+        "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint} {properties}"
+    ))
+}
+
+#[test]
+fn abr_climbs_an_open_path_to_the_highest_rendition_without_a_seam() {
+    let port = free_udp_port();
+    let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
+    let receiver = direct_viewer(port, &sink, "");
+    receiver.wait_frames(24, WAIT).expect("plays");
+    let started = playing(&receiver).0;
+    wait_rendition(&receiver, ladder::RENDITIONS[2], Duration::from_secs(40))
+        .expect("climbs to the top");
+    std::thread::sleep(Duration::from_secs(2));
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    publisher.set_state(gst::State::Null).unwrap();
+    let frames = receiver.frames();
+    let (longest, disconts) = ladder::seams(&frames);
+    let messages = receiver.messages.lock().unwrap().clone();
+    let switches: Vec<&String> = messages.iter().filter(|m| m.contains(" to=")).collect();
+    let widths = receiver.widths.lock().unwrap().clone();
+    eprintln!(
+        "started on {started}, switches {switches:?}; {} frames, longest step {longest:?}, \
+         {disconts} DISCONT; widths {:?}",
+        frames.len(),
+        {
+            let mut w = widths.clone();
+            w.dedup();
+            w
+        }
+    );
+    assert_eq!(started, ladder::RENDITIONS[0], "starts on the lowest");
+    assert!(switches.len() >= 2, "one step at a time: {switches:?}");
+    assert!(
+        longest <= ladder::FRAME * 3 / 2,
+        "a gap at a switch: {longest:?}"
+    );
+    assert_eq!(disconts, 0, "no DISCONT at a switch");
+    assert_eq!(widths.first(), Some(&320));
+    assert_eq!(widths.last(), Some(&640), "the decoder got the new size");
+}
+
+#[test]
+fn a_pinned_rendition_plays_and_pinning_another_switches_while_playing() {
+    let port = free_udp_port();
+    let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
+    let receiver = direct_viewer(port, &sink, "rendition=video-1");
+    receiver.wait_frames(24, WAIT).expect("plays");
+    assert_eq!(playing(&receiver).0, "video-1");
+    let src = receiver.pipeline.by_name("src").expect("moqsrc");
+    src.set_property("rendition", "video");
+    wait_rendition(&receiver, "video", Duration::from_secs(10)).expect("switches down");
+    src.set_property("rendition", None::<String>);
+    src.set_property_from_str("abr", "off");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(playing(&receiver).0, "video", "abr off stays");
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    publisher.set_state(gst::State::Null).unwrap();
+    let (longest, disconts) = ladder::seams(&receiver.frames());
+    let messages = receiver.messages.lock().unwrap().clone();
+    eprintln!("longest step {longest:?}, {disconts} DISCONT; {messages:?}");
+    assert!(messages.contains(&"moq-rendition to=video reason=settings".to_owned()));
+    assert!(
+        longest <= ladder::FRAME * 3 / 2,
+        "a gap at the switch: {longest:?}"
+    );
+    assert_eq!(disconts, 0);
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod av;
+pub mod ladder;
 
 use std::net::UdpSocket;
 use std::sync::{Arc, Mutex, Once};
@@ -427,7 +428,8 @@ pub struct Receiver {
     /// Width of every decoded picture, from its caps.
     pub widths: Arc<Mutex<Vec<i32>>>,
     /// Names of the element messages posted so far (`moq-connected` also as
-    /// `moq-connected draft=N`), and `warning from ...` lines.
+    /// `moq-connected draft=N`, `moq-rendition` also as `moq-rendition to=NAME
+    /// reason=WHY`), and `warning from ...` lines.
     pub messages: Arc<Mutex<Vec<String>>>,
 }
 
@@ -502,6 +504,11 @@ impl Receiver {
                             names.push(s.name().to_string());
                             if let Ok(draft) = s.get::<u32>("draft") {
                                 names.push(format!("{} draft={draft}", s.name()));
+                            }
+                            if let (Ok(to), Ok(reason)) =
+                                (s.get::<&str>("to"), s.get::<&str>("reason"))
+                            {
+                                names.push(format!("{} to={to} reason={reason}", s.name()));
                             }
                         }
                     }

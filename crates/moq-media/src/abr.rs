@@ -138,6 +138,18 @@ impl Abr {
         self.ladder.get(self.step).copied().unwrap_or(0)
     }
 
+    /// The caller plays rendition `index` now (chosen by hand, or kept from before): the
+    /// nearest the ladder allows, and going up starts over from there.
+    pub fn set_current(&mut self, index: usize) {
+        let bitrate = self.bitrates.get(index).copied().unwrap_or(0);
+        self.step = self
+            .ladder
+            .iter()
+            .rposition(|&i| self.bitrates[i] <= bitrate)
+            .unwrap_or(0);
+        self.calm_since = None;
+    }
+
     /// An object of any subscribed track arrived: `bytes` long, `delay_us` after it was
     /// available at the sender (None: the format does not say).
     pub fn on_object(&mut self, now_us: u64, bytes: u64, delay_us: Option<i64>) {
@@ -460,6 +472,18 @@ mod tests {
             abr.on_object(t * 10 * MS, 20_000, None);
             assert_eq!(abr.poll(t * 10 * MS), None);
         }
+        assert_eq!(abr.current(), LOW);
+    }
+
+    #[test]
+    fn a_rendition_set_by_hand_is_where_the_climb_resumes() {
+        let mut abr = Abr::new(&LADDER, Some(700_000), 0);
+        abr.set_current(MID);
+        assert_eq!(abr.current(), MID);
+        // Above the cap: the highest the cap allows.
+        abr.set_current(HIGH);
+        assert_eq!(abr.current(), MID);
+        abr.set_current(LOW);
         assert_eq!(abr.current(), LOW);
     }
 }

@@ -9,6 +9,7 @@
 //! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
 //! - [`rate_control`]: the encoder's target bitrate from the subscribers' paths;
 //! - [`abr`]: which rendition of a video a receiver plays, from what its path carries;
+//! - [`splice`]: switching a video between renditions without a seam;
 //! - [`reorder`]: receiver reorder buffer and skip-forward decisions;
 //! - [`playout`]: media time → running time for a live source, shared by a broadcast's tracks.
 
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod playout;
 pub mod rate_control;
 pub mod reorder;
+pub mod splice;
 
 pub use catalog::{Catalog, TrackRole};
 pub use header::FrameHeader;

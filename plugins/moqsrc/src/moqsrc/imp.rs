@@ -1,6 +1,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use gst::glib;
 use gst::prelude::*;
@@ -17,7 +17,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
     self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, Server, TrackFeed,
+    unix_now_us,
 };
+use super::renditions::AbrPrefs;
 use super::select::{Choice, MediaKind, TrackPrefs};
 use super::stats::ReceiverStats;
 use crate::RUNTIME;
@@ -50,6 +52,10 @@ struct Settings {
     timeout_s: u32,
     latency_ms: u32,
     skip_forward: bool,
+    abr: super::Abr,
+    rendition: Option<String>,
+    /// bit/s; 0: no cap.
+    max_bitrate: u64,
 }
 
 impl Default for Settings {
@@ -68,6 +74,9 @@ impl Default for Settings {
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
+            abr: super::Abr::Auto,
+            rendition: None,
+            max_bitrate: 0,
         }
     }
 }
@@ -127,8 +136,12 @@ struct TrackStream {
     playout: TrackPlayout,
     /// Monotonic origin for arrival times given to the reorder buffers.
     epoch: Instant,
-    /// Catalog generation whose caps were pushed.
-    caps_generation: u64,
+    /// The catalog generation and track whose caps were pushed.
+    caps_from: (u64, String),
+    /// The catalog track whose caps the pad has: its own, or the video rendition playing.
+    rendition: String,
+    /// The rendition to play from a frame on (decode index), once that frame goes out.
+    next_rendition: Option<(u64, String)>,
     /// stream-start and segment went out.
     started: bool,
     eos: bool,
@@ -169,12 +182,6 @@ pub struct MoqSrc {
     /// Resumes after a pause so far: frames count only from subscriptions made after the
     /// latest one.
     resumes: AtomicU64,
-}
-
-fn unix_now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -281,6 +288,16 @@ fn locate_server(text: &str, settings: &Settings) -> Result<Server, gst::ErrorMe
     })
 }
 
+impl Settings {
+    fn abr_prefs(&self) -> AbrPrefs {
+        AbrPrefs {
+            auto: self.abr == super::Abr::Auto,
+            rendition: self.rendition.clone(),
+            max_bps: (self.max_bitrate > 0).then_some(self.max_bitrate),
+        }
+    }
+}
+
 impl MoqSrc {
     fn config(&self) -> Result<(ReceiverConfig, Settings), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
@@ -336,6 +353,7 @@ impl MoqSrc {
         let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
         let (controls, control_rx) = watch::channel(Control {
             resumes: self.resumes.load(Ordering::Relaxed),
+            abr: settings.abr_prefs(),
             ..Control::default()
         });
         self.canceller.reset();
@@ -423,6 +441,28 @@ impl MoqSrc {
             Event::Malformed(reason) => {
                 gst::warning!(CAT, imp = self, "ignoring malformed data: {reason}")
             }
+            Event::Rendition {
+                track,
+                from,
+                to,
+                bitrate,
+                reason,
+            } => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "{track}: rendition {from} -> {to} ({bitrate} bit/s): {reason}"
+                );
+                self.post_message(
+                    gst::Structure::builder("moq-rendition")
+                        .field("track", track)
+                        .field("from", from)
+                        .field("to", to)
+                        .field("bitrate", bitrate)
+                        .field("reason", reason)
+                        .build(),
+                );
+            }
             Event::Error(msg) => {
                 gst::element_imp_error!(self, gst::ResourceError::Read, ("{msg}"));
                 // The pads' tasks stop waiting; the application tears down.
@@ -473,7 +513,9 @@ impl MoqSrc {
             reorder,
             playout: TrackPlayout::default(),
             epoch: Instant::now(),
-            caps_generation: 0,
+            caps_from: (0, String::new()),
+            rendition: track.name.clone(),
+            next_rendition: None,
             started: false,
             eos: false,
             outputs: 0,
@@ -581,12 +623,12 @@ impl MoqSrc {
             let caps = catalog
                 .1
                 .as_ref()
-                .and_then(|c| c.track(&stream.name))
+                .and_then(|c| c.track(&stream.rendition))
                 .and_then(caps_for);
             (catalog.0, caps)
         };
-        if generation != stream.caps_generation {
-            stream.caps_generation = generation;
+        if (generation, &stream.rendition) != (stream.caps_from.0, &stream.caps_from.1) {
+            stream.caps_from = (generation, stream.rendition.clone());
             if let Some(caps) = caps
                 && pad.current_caps().as_ref() != Some(&caps)
             {
@@ -624,6 +666,8 @@ impl MoqSrc {
             let drain_all = stream.eos && stream.items.is_empty();
             let at = if drain_all { u64::MAX } else { now };
             if let Some(buffer) = self.pop(stream, at)? {
+                // The new caps of a rendition that starts with this frame go first.
+                self.sticky_events(pad, stream)?;
                 return Ok(buffer);
             }
             if drain_all {
@@ -696,6 +740,13 @@ impl MoqSrc {
             if let Some(until) = hold {
                 stream.held = Some(Held { frame, jump, until });
                 return Ok(None);
+            }
+            if let Some((from, _)) = &stream.next_rendition
+                && frame.header.decode_index >= *from
+                && let Some((_, name)) = stream.next_rendition.take()
+            {
+                lock(&stream.stats).rendition(name.clone());
+                stream.rendition = name;
             }
             return Ok(Some(self.make_buffer(stream, frame, jump, times)));
         }
@@ -832,6 +883,13 @@ impl MoqSrc {
                     }
                 }
             }
+            Item::Rendition { name, from: None } if stream.outputs == 0 => {
+                lock(&stream.stats).rendition(name.clone());
+                stream.rendition = name;
+            }
+            Item::Rendition { name, from } => {
+                stream.next_rendition = Some((from.unwrap_or(0), name));
+            }
             Item::Eos => stream.eos = true,
         }
     }
@@ -960,6 +1018,9 @@ fn stat_fields(s: gst::structure::Builder, stats: &ReceiverStats) -> gst::struct
         .field("latency-p95-ms", stats.latency_ms(0.95).unwrap_or(-1.0))
         .field("jitter-ms", stats.jitter_ms())
         .field("ts-df-ms", stats.ts_df_ms().unwrap_or(-1.0))
+        // The video's renditions: the one playing ("" with a single one), and switches.
+        .field("rendition", stats.rendition.clone().unwrap_or_default())
+        .field("rendition-switches", stats.rendition_switches)
 }
 
 /// Acts on the network side's events until it stops.
@@ -1079,9 +1140,24 @@ impl ObjectImpl for MoqSrc {
                     .default_value(true)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("abr", super::Abr::Auto)
+                    .nick("Adaptive bitrate")
+                    .blurb("When the catalog lists renditions of the video (an alternate group, as moqsink's alt-group pad property makes): auto starts on the lowest, switches down when the path cannot carry the one playing (a standing queue or a skip) and up one step after seconds of measured room; off stays on the one selected. Switches land on a keyframe with no gap and post moq-rendition. Changeable while playing")
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecString::builder("rendition")
+                    .nick("Rendition")
+                    .blurb("Play this rendition (a track of the video's alternate group), whatever abr says; unset: abr chooses. Changeable while playing: the switch is seamless")
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecUInt64::builder("max-bitrate")
+                    .nick("Maximum bitrate")
+                    .blurb("Bit/s: abr never chooses a rendition above it (the lowest stays allowed); 0: no cap. Changeable while playing")
+                    .mutable_playing()
+                    .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Per track (`tracks`): name, kind, frames and bytes received, output, late, skipped, jumps, rebuffers, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms); the first video track's figures, with frames and bytes per kind, also at the top level")
+                    .blurb("Per track (`tracks`): name, kind, frames and bytes received, output, late, skipped, jumps, rebuffers, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms), the video rendition playing and its switches; the first video track's figures, with frames and bytes per kind, also at the top level")
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("latency")
@@ -1130,7 +1206,15 @@ impl ObjectImpl for MoqSrc {
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
             "skip-forward" => settings.skip_forward = value.get().unwrap_or(true),
+            "abr" => settings.abr = value.get().unwrap_or_default(),
+            "rendition" => settings.rendition = text(),
+            "max-bitrate" => settings.max_bitrate = value.get().unwrap_or(0),
             other => unreachable!("unknown property {other}"),
+        }
+        if matches!(pspec.name(), "abr" | "rendition" | "max-bitrate") {
+            let prefs = settings.abr_prefs();
+            drop(settings);
+            self.control(|c| c.abr = prefs);
         }
     }
 
@@ -1155,6 +1239,9 @@ impl ObjectImpl for MoqSrc {
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),
+            "abr" => settings.abr.to_value(),
+            "rendition" => settings.rendition.to_value(),
+            "max-bitrate" => settings.max_bitrate.to_value(),
             "stats" => self.stats().to_value(),
             other => unreachable!("unknown property {other}"),
         }

@@ -18,8 +18,28 @@ use gst::prelude::*;
 
 mod imp;
 mod receiver;
+mod renditions;
 mod select;
 mod stats;
+mod switcher;
+
+/// Whether moqsrc chooses among a video's renditions (the `abr` property).
+#[derive(Debug, Eq, PartialEq, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSrcAbr")]
+pub enum Abr {
+    #[enum_value(
+        name = "Off: play the rendition selected (video-track or rendition) whatever the path",
+        nick = "off"
+    )]
+    Off = 0,
+    #[enum_value(
+        name = "Auto: start on the lowest rendition, go down when the path cannot carry it, up when it shows room",
+        nick = "auto"
+    )]
+    #[default]
+    Auto = 1,
+}
 
 glib::wrapper! {
     pub struct MoqSrc(ObjectSubclass<imp::MoqSrc>)
@@ -28,6 +48,7 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    Abr::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "moqsrc",

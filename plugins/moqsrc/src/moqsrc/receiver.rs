@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackRole};
@@ -25,7 +25,9 @@ use moq_wire::draft14::publish_done_code;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::renditions::AbrPrefs;
 use super::select::{self, Choice, MediaKind, Selected, TrackPrefs};
+use super::switcher::{Old, Switcher};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
@@ -38,8 +40,10 @@ const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
 /// Subscriber priorities (lower is more important): audio above video, the enhancement
 /// layer below the base layer.
 const AUDIO_PRIORITY: u8 = 50;
-const BASE_PRIORITY: u8 = 100;
+pub const BASE_PRIORITY: u8 = 100;
 const ENHANCEMENT_PRIORITY: u8 = 200;
+/// How often ABR looks at the path, and a switch at its old rendition.
+const SWITCH_TICK: Duration = Duration::from_millis(100);
 /// Items waiting for one pad.
 pub const ITEM_QUEUE: usize = 64;
 /// Events waiting for the element.
@@ -97,6 +101,15 @@ pub enum Event {
     },
     /// Data that is not valid; logged and skipped.
     Malformed(String),
+    /// The video track `track` now plays rendition `to` instead of `from`.
+    Rendition {
+        track: String,
+        from: String,
+        to: String,
+        /// `to`'s bitrate, bit/s.
+        bitrate: u64,
+        reason: &'static str,
+    },
     /// Fatal: the element posts an error naming the URL.
     Error(String),
 }
@@ -123,6 +136,12 @@ pub enum Item {
         resumes: u64,
     },
     Frame(Received),
+    /// The video is rendition `name` of its alternate group from the frame of decode
+    /// index `from` on (from the start if None): its caps are that rendition's.
+    Rendition {
+        name: String,
+        from: Option<u64>,
+    },
     /// A video base-layer group's stream ended; `complete` is false when it was reset.
     /// `last`: the decode index of its last frame, for formats that number frames
     /// within their group (the next group's keyframe follows it).
@@ -148,8 +167,8 @@ pub struct Received {
     pub _object: Object,
 }
 
-/// What the streaming threads want; the latest value counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What the element wants; the latest value counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Control {
     /// Video playback jumped to this base group: older ones are no longer wanted.
     pub skip_before: u64,
@@ -158,6 +177,8 @@ pub struct Control {
     /// Bumped on every resume, so a pause too short to be seen still restarts the media
     /// subscriptions at the live edge.
     pub resumes: u64,
+    /// Which rendition of the video to play.
+    pub abr: AbrPrefs,
 }
 
 /// Why one session ended early.
@@ -217,6 +238,13 @@ impl Progress {
                 .await;
         }
     }
+}
+
+/// The wall clock, µs since the UNIX epoch.
+pub fn unix_now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// When [`stamp`] was last called.
@@ -618,12 +646,35 @@ async fn start_track(
     let Some(tx) = progress.output(&track.name).cloned() else {
         return Ok(());
     };
+    let switcher = (track.kind == MediaKind::Video && track.enhancement.is_none())
+        .then(|| {
+            let prefs = controls.borrow().abr.clone();
+            Switcher::new(
+                catalog,
+                &track.name,
+                &prefs,
+                config,
+                session,
+                progress.epoch,
+            )
+        })
+        .flatten();
+    // The rendition to start on, when the video has several.
+    let name = switcher
+        .as_ref()
+        .map_or(track.name.as_str(), Switcher::playing);
+    let early = early.filter(|task| {
+        if name != track.name {
+            task.abort();
+        }
+        name == track.name
+    });
     let main = match early {
         Some(task) => match task.await {
             Ok(Ok(sub)) => sub,
-            _ => subscribe(config, session, &track.name, priority(track.kind)).await?,
+            _ => subscribe(config, session, name, priority(track.kind)).await?,
         },
-        None => subscribe(config, session, &track.name, priority(track.kind)).await?,
+        None => subscribe(config, session, name, priority(track.kind)).await?,
     };
     let enhancement = match &track.enhancement {
         Some(name) => Some(subscribe(config, session, name, ENHANCEMENT_PRIORITY).await?),
@@ -635,6 +686,15 @@ async fn start_track(
     };
     if tx.send(subscribed).await.is_err() {
         return Ok(());
+    }
+    if let Some(switcher) = &switcher {
+        let rendition = Item::Rendition {
+            name: switcher.playing().to_owned(),
+            from: None,
+        };
+        if tx.send(rendition).await.is_err() {
+            return Ok(());
+        }
     }
     let forwarder = Forwarder {
         url: config.server.url.to_string(),
@@ -652,12 +712,12 @@ async fn start_track(
             .flatten()
             .map(|entry| HangReader::new(catalog, entry)),
     };
-    round.spawn(forwarder.run(main, enhancement));
+    round.spawn(forwarder.run(main, enhancement, switcher));
     Ok(())
 }
 
 /// Subscribes to a media track of the namespace.
-async fn subscribe(
+pub async fn subscribe(
     config: &ReceiverConfig,
     session: &Session,
     name: &str,
@@ -745,7 +805,7 @@ async fn play(
                 if changed.is_err() {
                     return Ok(true);
                 }
-                let c = *controls.borrow();
+                let c = controls.borrow();
                 if c.paused || c.resumes != progress.resumes {
                     return Ok(false);
                 }
@@ -791,10 +851,13 @@ struct Forwarder {
 }
 
 impl Forwarder {
+    /// Forwards `main` (and its enhancement layer) until the track ends; `switcher`
+    /// switches the video between renditions, replacing `main`.
     async fn run(
         mut self,
         mut main: Subscription,
         mut enhancement: Option<Subscription>,
+        mut switcher: Option<Switcher>,
     ) -> TrackEnd {
         let mut skip_before = self.controls.borrow().skip_before;
         // One event held from each layer, so that the one that arrived first goes first:
@@ -802,15 +865,47 @@ impl Forwarder {
         // turn would starve the one whose frames come in more, smaller groups.
         let (mut held_main, mut held_enhancement) = (None, None);
         let mut control_changed = false;
+        let mut next_tick = Instant::now() + SWITCH_TICK;
         loop {
             if std::mem::take(&mut control_changed) || self.controls.has_changed().unwrap_or(true) {
-                let c = *self.controls.borrow_and_update();
+                let c = self.controls.borrow_and_update().clone();
                 if c.paused || c.resumes != self.resumes {
                     return TrackEnd::Restart;
                 }
                 if self.kind == MediaKind::Video && c.skip_before > skip_before {
                     skip_before = c.skip_before;
-                    main.stop_groups_before(skip_before);
+                    let group = switcher
+                        .as_ref()
+                        .map_or(skip_before, |s| s.rendition_group(skip_before));
+                    main.stop_groups_before(group);
+                    if let Some(switcher) = &mut switcher {
+                        switcher.on_skip();
+                    }
+                }
+                if let Some(switcher) = &mut switcher {
+                    switcher.set_prefs(&c.abr);
+                }
+            }
+            if let Some(sw) = &mut switcher {
+                // The switch's own subscription is read whenever the main one is, so a
+                // busy old rendition cannot hold the new one back.
+                while let Some(event) = tokio::select! {
+                    biased;
+                    event = sw.next() => Some(event),
+                    () = std::future::ready(()) => None,
+                } {
+                    self.hand_to_switch(sw, event);
+                }
+                if Instant::now() >= next_tick {
+                    next_tick = Instant::now() + SWITCH_TICK;
+                    if let Some(cut) = sw.tick() {
+                        held_main = None;
+                        main = cut.subscription;
+                        if let Some(end) = self.deliver_all(cut.items).await {
+                            return end;
+                        }
+                        let _ = self.events.send(cut.event).await;
+                    }
                 }
             }
             if held_main.is_none() {
@@ -822,9 +917,16 @@ impl Forwarder {
                 held_enhancement = enhancement.try_next();
             }
             if held_main.is_none() && held_enhancement.is_none() {
+                let ticking = switcher.is_some();
                 tokio::select! {
                     event = main.next() => held_main = Some(event),
                     event = next_or_pending(&mut enhancement) => held_enhancement = Some(event),
+                    event = next_switch(&mut switcher) => {
+                        if let Some(sw) = &mut switcher {
+                            self.hand_to_switch(sw, event);
+                        }
+                    }
+                    () = tokio::time::sleep_until(next_tick.into()), if ticking => {}
                     changed = self.controls.changed() => {
                         if changed.is_err() {
                             return TrackEnd::Closed;
@@ -878,9 +980,21 @@ impl Forwarder {
                     }
                 }
             };
-            let Some(item) = item else {
+            let Some(mut item) = item else {
                 continue;
             };
+            if let Some(sw) = &mut switcher
+                && !enhancement_first
+                && let Old::Cut(cut) = sw.old(&mut item)
+            {
+                // The old rendition reached the new one's keyframe: the rest of it goes.
+                main = cut.subscription;
+                if let Some(end) = self.deliver_all(cut.items).await {
+                    return end;
+                }
+                let _ = self.events.send(cut.event).await;
+                continue;
+            }
             if matches!(item, Item::Frame(_)) {
                 stamp(&self.last_media, self.origin);
             }
@@ -890,6 +1004,33 @@ impl Forwarder {
                 Flow::Closed => return TrackEnd::Closed,
             }
         }
+    }
+
+    /// Hands an event of the rendition being switched to over to the switch.
+    fn hand_to_switch(&mut self, switcher: &mut Switcher, event: Option<TrackEvent>) {
+        match event {
+            None | Some(TrackEvent::Ended { .. }) => switcher.give_up(),
+            Some(event) => {
+                if let Some(item) = self.item(event, TrackRole::Base) {
+                    switcher.hold(item);
+                }
+            }
+        }
+    }
+
+    /// Sends items in turn; how the track ends if the element stops meanwhile.
+    async fn deliver_all(&mut self, items: Vec<Item>) -> Option<TrackEnd> {
+        for item in items {
+            if matches!(item, Item::Frame(_)) {
+                stamp(&self.last_media, self.origin);
+            }
+            match self.deliver(item).await {
+                Flow::Sent => {}
+                Flow::Restart => return Some(TrackEnd::Restart),
+                Flow::Closed => return Some(TrackEnd::Closed),
+            }
+        }
+        None
     }
 
     /// Sends an item to the pad, waiting while it is behind, unless the element pauses or
@@ -953,6 +1094,13 @@ impl Forwarder {
             }
             TrackEvent::GroupEnd { .. } | TrackEvent::Ended { .. } => None,
         }
+    }
+}
+
+async fn next_switch(switcher: &mut Option<Switcher>) -> Option<TrackEvent> {
+    match switcher {
+        Some(switcher) => switcher.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -23,6 +23,10 @@ pub struct ReceiverStats {
     /// Playback re-anchored because data arrived later than the latency allows.
     pub rebuffers: u64,
     pub reorder_events: u64,
+    /// The video rendition playing, when the video has several.
+    pub rendition: Option<String>,
+    /// Switches from one rendition to another.
+    pub rendition_switches: u64,
     jitter: InterarrivalJitter,
     ts_df: TsDf,
     latency: LatencyWindow,
@@ -42,6 +46,8 @@ impl Default for ReceiverStats {
             skipped_ms: 0,
             rebuffers: 0,
             reorder_events: 0,
+            rendition: None,
+            rendition_switches: 0,
             jitter: InterarrivalJitter::default(),
             ts_df: TsDf::new(SECOND_US),
             latency: LatencyWindow::new(SECOND_US),
@@ -76,6 +82,12 @@ impl ReceiverStats {
             self.jitter.push(sent, arrival_us);
             self.ts_df.push(sent, arrival_us);
         }
+    }
+
+    /// Output is rendition `name` from now on.
+    pub fn rendition(&mut self, name: String) {
+        self.rendition_switches += u64::from(self.rendition.is_some());
+        self.rendition = Some(name);
     }
 
     pub fn dropped(&mut self, reason: DropReason) {
@@ -173,5 +185,17 @@ mod tests {
         s.arrived(&header(FrameKind::Reference, 0), 100, 140_000, false);
         assert_eq!(s.latency_ms(0.95), Some(130.0));
         assert!((s.jitter_ms() - 5.0 / 16.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_first_rendition_is_no_switch() {
+        let mut s = ReceiverStats::default();
+        s.rendition("video-2".into());
+        assert_eq!(s.rendition_switches, 0);
+        s.rendition("video-1".into());
+        assert_eq!(
+            (s.rendition.as_deref(), s.rendition_switches),
+            (Some("video-1"), 1)
+        );
     }
 }

@@ -10,8 +10,10 @@
 //! - **delivery rate**: bytes received over the last two seconds. While a queue stands,
 //!   that is what the path carries;
 //! - **capacity**: a large object (a keyframe) that found the path idle arrives later than
-//!   the smallest ones by about its size over the path's rate, so it measures the path
-//!   above what the current rendition uses, without sending more.
+//!   the object of least delay by about the difference of their sizes over the path's
+//!   rate, so it measures the path above what the current rendition uses, without
+//!   sending more. (Both took their own size's time on the path: counting the whole large
+//!   object would overrate a slow path when keyframes are only a few times a delta frame.)
 //!
 //! The rules:
 //!
@@ -22,7 +24,9 @@
 //! - **up one step, cautiously**: when for [`UP_SUSTAIN_US`] the queue stayed below
 //!   [`CALM_QUEUE_US`], nothing was skipped, and the measured capacity stayed at least
 //!   [`UP_MARGIN`] × the next rendition's bitrate; never within [`UP_HOLD_US`] of a
-//!   down-switch;
+//!   down-switch. A new subscription starts with a burst (a relay sends the current group
+//!   from its start), so for [`SETTLE_US`] after going up a standing queue is not taken
+//!   for congestion; a skip still is;
 //! - never above the configured maximum bitrate (the lowest rendition is always allowed).
 //!
 //! No clock is read: callers pass times in µs.
@@ -45,6 +49,9 @@ pub const UP_SUSTAIN_US: u64 = 4_000_000;
 pub const UP_HOLD_US: u64 = 10_000_000;
 /// No second down-switch this long after one, unless media is skipped again.
 pub const DRAIN_US: u64 = 2_000_000;
+/// How long after going up the queue the new subscription's first burst builds is
+/// forgiven.
+pub const SETTLE_US: u64 = 3_000_000;
 /// The window of the queue delay's least value.
 const QUEUE_WINDOW_US: u64 = 500_000;
 /// The window of the least delay, the path's delay without a queue.
@@ -53,8 +60,9 @@ const BASE_WINDOW_US: u64 = 10_000_000;
 const RATE_WINDOW_US: u64 = 2_000_000;
 /// The window of the capacity samples.
 const CAPACITY_WINDOW_US: u64 = 10_000_000;
-/// Objects smaller than this take too little time on the path to measure it.
-const CAPACITY_MIN_BYTES: u64 = 2_000;
+/// Objects larger than the one of least delay by less than this take too little extra
+/// time on the path to measure it.
+const CAPACITY_MIN_BYTES: u64 = 1_000;
 /// Transfer times below this are taken as this: the sample then says "at least".
 const MIN_TRANSFER_US: i64 = 1_000;
 
@@ -97,7 +105,8 @@ pub struct Abr {
     /// Position of the current rendition on the ladder.
     step: usize,
     /// (arrival, delay) of recent objects, for the base and the queue delay.
-    delays: VecDeque<(u64, i64)>,
+    /// (arrival, (delay, bytes)) of recent objects, for the base and the queue delay.
+    delays: VecDeque<(u64, (i64, u64))>,
     /// (arrival, bytes) of recent objects, for the delivery rate.
     received: VecDeque<(u64, u64)>,
     /// (arrival, bit/s) capacity samples.
@@ -105,6 +114,7 @@ pub struct Abr {
     /// Since when the conditions to go up have held.
     calm_since: Option<u64>,
     last_down_at: Option<u64>,
+    last_up_at: Option<u64>,
     skipped_at: Option<u64>,
     started_at: u64,
 }
@@ -128,6 +138,7 @@ impl Abr {
             capacity: VecDeque::new(),
             calm_since: None,
             last_down_at: None,
+            last_up_at: None,
             skipped_at: None,
             started_at: now_us,
         }
@@ -156,13 +167,13 @@ impl Abr {
         self.received.push_back((now_us, bytes));
         expire(&mut self.received, now_us, RATE_WINDOW_US);
         let Some(delay) = delay_us else { return };
-        self.delays.push_back((now_us, delay));
+        self.delays.push_back((now_us, (delay, bytes)));
         expire(&mut self.delays, now_us, BASE_WINDOW_US);
-        if bytes >= CAPACITY_MIN_BYTES
-            && let Some(base) = self.base_delay()
+        if let Some((base, base_bytes)) = self.base()
+            && bytes >= base_bytes.saturating_add(CAPACITY_MIN_BYTES)
         {
             let transfer = delay.saturating_sub(base).max(MIN_TRANSFER_US) as u64;
-            let bps = bytes.saturating_mul(8_000_000) / transfer;
+            let bps = (bytes - base_bytes).saturating_mul(8_000_000) / transfer;
             self.capacity.push_back((now_us, bps));
         }
         expire(&mut self.capacity, now_us, CAPACITY_WINDOW_US);
@@ -173,19 +184,20 @@ impl Abr {
         self.skipped_at = Some(now_us);
     }
 
-    /// The least delay lately: the path's delay with no queue.
-    fn base_delay(&self) -> Option<i64> {
+    /// The least delay lately (the path's delay with no queue), and the size of the
+    /// object that had it.
+    fn base(&self) -> Option<(i64, u64)> {
         self.delays.iter().map(|(_, d)| *d).min()
     }
 
     /// How long objects queued lately, beyond the path's delay: the least over the queue
     /// window, so one large object does not count.
     pub fn queue_delay_us(&self, now_us: u64) -> Option<i64> {
-        let base = self.base_delay()?;
+        let (base, _) = self.base()?;
         self.delays
             .iter()
             .filter(|(at, _)| at.saturating_add(QUEUE_WINDOW_US) >= now_us)
-            .map(|(_, d)| d - base)
+            .map(|(_, (d, _))| d - base)
             .min()
     }
 
@@ -218,7 +230,10 @@ impl Abr {
             .is_some_and(|t| self.last_down_at.is_none_or(|d| t > d));
         let draining = self
             .last_down_at
-            .is_some_and(|d| now_us.saturating_sub(d) < DRAIN_US);
+            .is_some_and(|d| now_us.saturating_sub(d) < DRAIN_US)
+            || self
+                .last_up_at
+                .is_some_and(|u| now_us.saturating_sub(u) < SETTLE_US);
         let congested = queue.is_some_and(|q| q > DOWN_QUEUE_US) && !draining;
         if self.step > 0 && (skipped || congested) {
             let reason = if skipped {
@@ -259,7 +274,9 @@ impl Abr {
         let from = self.current();
         self.step = step;
         self.calm_since = None;
-        if reason != SwitchReason::Headroom {
+        if reason == SwitchReason::Headroom {
+            self.last_up_at = Some(now_us);
+        } else {
             self.last_down_at = Some(now_us);
         }
         Switch {
@@ -293,7 +310,7 @@ mod tests {
     const HIGH: usize = 2;
 
     /// A path of `link_bps` with a FIFO queue and 20 ms of propagation, carrying a
-    /// 24 fps video of `video_bps` (keyframe every 15 frames, 8× a delta frame) and
+    /// 24 fps video of `video_bps` (keyframe every 15 frames, `key_ratio` × a delta frame) and
     /// 64 kbit/s of audio in 20 ms frames. Objects leave the sender when available.
     struct Path {
         link_bps: u64,
@@ -301,6 +318,7 @@ mod tests {
         busy_until: u64,
         now: u64,
         frame: u64,
+        key_ratio: u64,
     }
 
     const PROPAGATION_US: u64 = 20 * MS;
@@ -312,6 +330,7 @@ mod tests {
                 busy_until: 0,
                 now: 0,
                 frame: 0,
+                key_ratio: 8,
             }
         }
 
@@ -339,9 +358,9 @@ mod tests {
                 self.link_bps = link(self.now);
                 let bitrate = LADDER[abr.current()];
                 if self.now >= next_video {
-                    let delta = bitrate / 8 * frame_us / S * 15 / 22;
+                    let delta = bitrate / 8 * frame_us / S * 15 / (14 + self.key_ratio);
                     let bytes = if self.frame.is_multiple_of(15) {
-                        delta * 8
+                        delta * self.key_ratio
                     } else {
                         delta
                     };
@@ -437,6 +456,27 @@ mod tests {
         );
         assert!(at - 50 * S >= UP_SUSTAIN_US, "{after:?}");
         assert_eq!(after.len(), 1, "and stays there: {after:?}");
+    }
+
+    #[test]
+    fn keyframes_little_larger_than_delta_frames_do_not_overrate_a_slow_path() {
+        // A constant-bitrate encoder with a tight buffer: keyframes twice a delta frame.
+        let mut path = Path::new(400_000);
+        path.key_ratio = 2;
+        let mut abr = Abr::new(&LADDER, None, 0);
+        let switches = path.run(&mut abr, 30, |_| 400_000);
+        assert!(switches.is_empty(), "{switches:?}");
+        let capacity = abr.capacity_bps().expect("measured");
+        assert!(
+            (300_000..=600_000).contains(&capacity),
+            "capacity {capacity}"
+        );
+        // The same frames on a fast path climb.
+        let mut path = Path::new(100_000_000);
+        path.key_ratio = 2;
+        let mut abr = Abr::new(&LADDER, None, 0);
+        path.run(&mut abr, 20, |_| 100_000_000);
+        assert_eq!(abr.current(), HIGH);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 
 use super::renditions::AbrPrefs;
 use super::select::{self, Choice, MediaKind, Selected, TrackPrefs};
-use super::switcher::{Old, Switcher};
+use super::switcher::{Cut, Switcher};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
@@ -43,7 +43,7 @@ const AUDIO_PRIORITY: u8 = 50;
 pub const BASE_PRIORITY: u8 = 100;
 const ENHANCEMENT_PRIORITY: u8 = 200;
 /// How often ABR looks at the path, and a switch at its old rendition.
-const SWITCH_TICK: Duration = Duration::from_millis(100);
+const SWITCH_TICK: Duration = Duration::from_millis(50);
 /// Items waiting for one pad.
 pub const ITEM_QUEUE: usize = 64;
 /// Events waiting for the element.
@@ -898,14 +898,10 @@ impl Forwarder {
                 }
                 if Instant::now() >= next_tick {
                     next_tick = Instant::now() + SWITCH_TICK;
-                    if let Some(cut) = sw.tick() {
-                        held_main = None;
-                        main = cut.subscription;
-                        if let Some(end) = self.deliver_all(cut.items).await {
-                            return end;
-                        }
-                        let _ = self.events.send(cut.event).await;
-                    }
+                    sw.tick();
+                }
+                if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
+                    return end;
                 }
             }
             if held_main.is_none() {
@@ -924,6 +920,9 @@ impl Forwarder {
                     event = next_switch(&mut switcher) => {
                         if let Some(sw) = &mut switcher {
                             self.hand_to_switch(sw, event);
+                            if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
+                                return end;
+                            }
                         }
                     }
                     () = tokio::time::sleep_until(next_tick.into()), if ticking => {}
@@ -980,19 +979,14 @@ impl Forwarder {
                     }
                 }
             };
-            let Some(mut item) = item else {
+            let Some(item) = item else {
                 continue;
             };
-            if let Some(sw) = &mut switcher
-                && !enhancement_first
-                && let Old::Cut(cut) = sw.old(&mut item)
-            {
-                // The old rendition reached the new one's keyframe: the rest of it goes.
-                main = cut.subscription;
-                if let Some(end) = self.deliver_all(cut.items).await {
+            if let Some(sw) = &mut switcher {
+                sw.old(item);
+                if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
                     return end;
                 }
-                let _ = self.events.send(cut.event).await;
                 continue;
             }
             if matches!(item, Item::Frame(_)) {
@@ -1018,9 +1012,17 @@ impl Forwarder {
         }
     }
 
-    /// Sends items in turn; how the track ends if the element stops meanwhile.
-    async fn deliver_all(&mut self, items: Vec<Item>) -> Option<TrackEnd> {
-        for item in items {
+    /// Sends what the switcher has for the pad, and makes its cut: the new rendition's
+    /// subscription replaces `main`, whose event waiting in `held` goes with it. How the
+    /// track ends if the element stops meanwhile.
+    async fn send_outgoing(
+        &mut self,
+        switcher: &mut Switcher,
+        main: &mut Subscription,
+        held: &mut Option<Option<TrackEvent>>,
+    ) -> Option<TrackEnd> {
+        let outgoing = switcher.outgoing();
+        for item in outgoing.items {
             if matches!(item, Item::Frame(_)) {
                 stamp(&self.last_media, self.origin);
             }
@@ -1029,6 +1031,15 @@ impl Forwarder {
                 Flow::Restart => return Some(TrackEnd::Restart),
                 Flow::Closed => return Some(TrackEnd::Closed),
             }
+        }
+        if let Some(Cut {
+            subscription,
+            event,
+        }) = outgoing.cut
+        {
+            *main = subscription;
+            *held = None;
+            let _ = self.events.send(event).await;
         }
         None
     }

@@ -1,8 +1,16 @@
 //! The network side of ABR: subscribes the rendition to switch to while the old one plays
 //! on, holds its frames until the splice cuts, and renumbers them so the pad sees one
 //! stream. Free of GStreamer.
+//!
+//! The renditions' encoders take different times per frame, so the new rendition's
+//! keyframe often arrives a few ms after the old rendition's frame of the same instant.
+//! Were that frame forwarded at once, the keyframe would come too late to cut to, and the
+//! switch would wait a whole group for the next one. So while a switch is under way, an
+//! old frame waits until the new rendition has caught up with it, for at most
+//! [`OLD_WAIT`].
 
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use moq_media::FrameHeader;
 use moq_media::catalog::Catalog;
@@ -15,6 +23,8 @@ use super::renditions::{AbrPrefs, Renditions, Target};
 
 /// After a switch failed (e.g. the relay refused the track), none for this long.
 const RETRY_AFTER_US: u64 = 2_000_000;
+/// Longest an old frame waits for the new rendition to catch up with it during a switch.
+const OLD_WAIT: Duration = Duration::from_millis(60);
 
 /// A switch under way.
 struct Switch {
@@ -24,19 +34,24 @@ struct Switch {
     splice: Splice,
     /// The new rendition's items until the cut, in its own numbering.
     held: Vec<Item>,
+    /// The latest time the new rendition has reached (dts).
+    reached: Option<i64>,
+    /// Old items waiting for the new rendition to catch up, as the pad numbers them,
+    /// with when they came.
+    waiting: VecDeque<(Instant, Item)>,
 }
 
-/// A cut made: the new rendition's subscription and the items the pad gets first.
+/// A cut made: the new rendition's subscription replaces the old one's.
 pub struct Cut {
     pub subscription: Subscription,
-    pub items: Vec<Item>,
     pub event: Event,
 }
 
-/// What became of a frame of the rendition playing.
-pub enum Old {
-    Play,
-    Cut(Cut),
+/// What the forwarder does next: send `items` to the pad, then make `cut`.
+#[derive(Default)]
+pub struct Outgoing {
+    pub items: Vec<Item>,
+    pub cut: Option<Cut>,
 }
 
 pub struct Switcher {
@@ -53,6 +68,7 @@ pub struct Switcher {
     last: Option<FrameHeader>,
     switch: Option<Switch>,
     quiet_until: u64,
+    outgoing: Outgoing,
 }
 
 impl Switcher {
@@ -76,6 +92,7 @@ impl Switcher {
             last: None,
             switch: None,
             quiet_until: 0,
+            outgoing: Outgoing::default(),
         })
     }
 
@@ -103,40 +120,76 @@ impl Switcher {
         self.renditions.on_skip(now);
     }
 
-    /// A frame of either rendition arrived: what the path carried.
-    fn observe(&mut self, frame: &Received) {
+    /// A frame of either rendition arrived: what the path carried. The delay of the
+    /// rendition switched to says nothing of the path before the cut: a relay sends its
+    /// current group at once, frames seconds old.
+    fn observe(&mut self, frame: &Received, playing: bool) {
         let now = self.now_us();
-        let delay = (frame.header.availability_us > 0).then(|| {
+        let delay = (playing && frame.header.availability_us > 0).then(|| {
             let elapsed = i64::try_from(frame.received.elapsed().as_micros()).unwrap_or(0);
             receiver::unix_now_us() - elapsed - frame.header.availability_us as i64
         });
         self.renditions.on_object(now, frame.au.len() as u64, delay);
     }
 
-    /// An item of the rendition playing, renumbered for the pad; whether it plays or
-    /// the switch cuts here.
-    pub fn old(&mut self, item: &mut Item) -> Old {
-        match item {
+    /// An item of the rendition playing: renumbered for the pad, it goes out, or waits
+    /// while a switch is under way.
+    pub fn old(&mut self, mut item: Item) {
+        match &mut item {
             Item::Frame(frame) => {
-                self.observe(frame);
+                self.observe(frame, true);
                 frame.header = self.renumber.apply(&frame.header);
-                if let Some(switch) = &mut self.switch
-                    && switch.splice.on_old(&frame.header) == OldFrame::Cut
-                    && let Some(cut) = self.cut()
-                {
-                    return Old::Cut(cut);
-                }
-                if self
-                    .last
-                    .is_none_or(|l| frame.header.decode_index > l.decode_index)
-                {
-                    self.last = Some(frame.header);
-                }
             }
             Item::GroupEnd { group, .. } => *group = self.renumber.group(*group),
             _ => {}
         }
-        Old::Play
+        match &mut self.switch {
+            Some(switch) if switch.subscription.is_some() => {
+                switch.waiting.push_back((Instant::now(), item));
+                self.release(false);
+            }
+            _ => self.send(item),
+        }
+    }
+
+    /// An item goes to the pad.
+    fn send(&mut self, item: Item) {
+        if let Item::Frame(frame) = &item
+            && self
+                .last
+                .is_none_or(|l| frame.header.decode_index > l.decode_index)
+        {
+            self.last = Some(frame.header);
+        }
+        self.outgoing.items.push(item);
+    }
+
+    /// Lets waiting old items go once the new rendition has caught up with them, or they
+    /// waited long enough (all of them with `all`), and cuts when one reaches the keyframe.
+    fn release(&mut self, all: bool) {
+        while let Some(switch) = &mut self.switch
+            && let Some((since, item)) = switch.waiting.front()
+        {
+            if let Item::Frame(frame) = item {
+                let header = frame.header;
+                let caught_up = switch.reached.is_some_and(|d| d >= header.dts);
+                if !(all || caught_up || switch.splice.has_key() || since.elapsed() >= OLD_WAIT) {
+                    return;
+                }
+                if switch.splice.on_old(&header) == OldFrame::Cut {
+                    self.cut();
+                    return;
+                }
+            }
+            if let Some((_, item)) = switch.waiting.pop_front() {
+                self.send(item);
+            }
+        }
+    }
+
+    /// What to do next; taken.
+    pub fn outgoing(&mut self) -> Outgoing {
+        std::mem::take(&mut self.outgoing)
     }
 
     /// The next event of the rendition switched to; never while no switch is under way.
@@ -162,7 +215,7 @@ impl Switcher {
     /// discarded.
     pub fn hold(&mut self, item: Item) {
         if let Item::Frame(frame) = &item {
-            self.observe(frame);
+            self.observe(frame, false);
         }
         let now = self.now_us();
         let Some(switch) = &mut self.switch else {
@@ -173,23 +226,36 @@ impl Switcher {
             // A group's end matters once its frames are held.
             _ => switch.splice.has_key(),
         };
+        if let Item::Frame(frame) = &item {
+            switch.reached = switch.reached.max(Some(frame.header.dts));
+        }
         if hold {
             switch.held.push(item);
         }
+        self.release(false);
     }
 
-    /// Every few hundred ms: start a switch the preferences or the path call for, or cut
-    /// one whose old rendition has had its time.
-    pub fn tick(&mut self) -> Option<Cut> {
+    /// Every SWITCH_TICK: start a switch the preferences or the path call for, let old
+    /// frames that waited long enough go, or cut a switch whose old rendition has had its
+    /// time.
+    pub fn tick(&mut self) {
         let now = self.now_us();
         match &self.switch {
-            Some(switch) if switch.splice.overdue(now) => return self.cut(),
-            Some(_) => return None,
-            None if now < self.quiet_until => return None,
+            Some(switch) if switch.splice.overdue(now) => {
+                self.release(true);
+                self.cut();
+                return;
+            }
+            Some(_) => return self.release(false),
+            None if now < self.quiet_until => return,
             None => {}
         }
-        let target = self.renditions.poll(now)?;
-        let name = self.renditions.get(target.to)?.name.clone();
+        let Some(target) = self.renditions.poll(now) else {
+            return;
+        };
+        let Some(name) = self.renditions.get(target.to).map(|r| r.name.clone()) else {
+            return;
+        };
         let (config, session) = (self.config.clone(), self.session.clone());
         let subscribing = tokio::spawn(async move {
             receiver::subscribe(&config, &session, &name, BASE_PRIORITY).await
@@ -200,8 +266,9 @@ impl Switcher {
             subscription: None,
             splice: Splice::new(self.last),
             held: Vec::new(),
+            reached: None,
+            waiting: VecDeque::new(),
         });
-        None
     }
 
     /// Drops the switch under way (its subscription failed or ended); the rendition
@@ -211,22 +278,33 @@ impl Switcher {
             if let Some(task) = switch.subscribing {
                 task.abort();
             }
+            for (_, item) in switch.waiting {
+                self.send(item);
+            }
             self.renditions.stay();
             self.quiet_until = self.now_us() + RETRY_AFTER_US;
         }
     }
 
-    /// Cuts over to the new rendition, if its keyframe is here.
-    fn cut(&mut self) -> Option<Cut> {
-        let (renumber, gap) = self.switch.as_ref()?.splice.renumber()?;
-        let switch = self.switch.take()?;
-        let subscription = switch.subscription?;
-        let mut items = Vec::with_capacity(switch.held.len() + 2);
+    /// Cuts over to the new rendition, if its keyframe is here: old items still waiting
+    /// are dropped.
+    fn cut(&mut self) {
+        let Some(switch) = self
+            .switch
+            .take_if(|s| s.splice.has_key() && s.subscription.is_some())
+        else {
+            return;
+        };
+        let (Some((renumber, gap)), Some(subscription)) =
+            (switch.splice.renumber(), switch.subscription)
+        else {
+            return;
+        };
         if gap > 0
             && let Some(last) = self.last
         {
             // The old rendition's frames before the keyframe will not come.
-            items.push(Item::GroupEnd {
+            self.outgoing.items.push(Item::GroupEnd {
                 epoch: self.epoch,
                 group: last.base_group,
                 complete: false,
@@ -239,28 +317,23 @@ impl Switcher {
         let to = self.renditions.playing().clone();
         let mut first = true;
         for mut item in switch.held {
-            if let Item::Frame(frame) = &mut item {
-                frame.header = renumber.apply(&frame.header);
-                if std::mem::take(&mut first) {
-                    items.push(Item::Rendition {
-                        name: to.name.clone(),
-                        from: Some(frame.header.decode_index),
-                    });
+            match &mut item {
+                Item::Frame(frame) => {
+                    frame.header = renumber.apply(&frame.header);
+                    if std::mem::take(&mut first) {
+                        self.outgoing.items.push(Item::Rendition {
+                            name: to.name.clone(),
+                            from: Some(frame.header.decode_index),
+                        });
+                    }
                 }
-                if self
-                    .last
-                    .is_none_or(|l| frame.header.decode_index > l.decode_index)
-                {
-                    self.last = Some(frame.header);
-                }
-            } else if let Item::GroupEnd { group, .. } = &mut item {
-                *group = renumber.group(*group);
+                Item::GroupEnd { group, .. } => *group = renumber.group(*group),
+                _ => {}
             }
-            items.push(item);
+            self.send(item);
         }
-        Some(Cut {
+        self.outgoing.cut = Some(Cut {
             subscription,
-            items,
             event: Event::Rendition {
                 track: self.track.clone(),
                 from,
@@ -268,6 +341,6 @@ impl Switcher {
                 bitrate: to.bitrate,
                 reason: switch.target.reason,
             },
-        })
+        });
     }
 }

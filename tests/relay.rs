@@ -902,6 +902,16 @@ fn draft_16_plays_through_the_relay() {
     assert_decodable(&receiver, "draft-16 through the relay");
 }
 
+/// The rendition ladder published through `relay`: the publishing pipeline.
+fn ladder_through(relay: &Relay) -> gst::Pipeline {
+    ladder::publish_ladder(&format!(
+        "url={} namespace={NAMESPACE} tls-fingerprint={}",
+        relay.url(),
+        relay.fingerprint
+    ))
+    .0
+}
+
 /// A viewer of the relay's broadcast behind a link shaped by `profile`: the link and the
 /// viewer.
 fn viewer_behind(relay: &Relay, profile: linkem::Profile) -> (linkem::Link, Receiver) {
@@ -920,15 +930,6 @@ fn viewer_behind(relay: &Relay, profile: linkem::Profile) -> (linkem::Link, Rece
         relay.fingerprint
     ));
     (link, viewer)
-}
-
-/// The rendition a viewer plays and its switches so far.
-fn rendition_of(viewer: &Receiver) -> (String, u64) {
-    let stats: gst::Structure = viewer.pipeline.by_name("src").unwrap().property("stats");
-    (
-        stats.get::<String>("rendition").unwrap_or_default(),
-        stats.get::<u64>("rendition-switches").unwrap_or_default(),
-    )
 }
 
 /// Frames a viewer output since `since` (Unix time), against the camera's frames in that
@@ -960,11 +961,7 @@ fn stall_around(frames: &[ReceivedFrame], at: Duration) -> Duration {
 #[test]
 fn each_viewer_of_the_relay_gets_the_rendition_its_path_carries() {
     let relay = Relay::start();
-    let (publisher, _sink) = ladder::publish_ladder(&format!(
-        "url={} namespace={NAMESPACE} tls-fingerprint={}",
-        relay.url(),
-        relay.fingerprint
-    ));
+    let publisher = ladder_through(&relay);
     let (slow_link, slow) = viewer_behind(&relay, linkem::Profile::constant(400, 150_000));
     let (open_link, open) = viewer_behind(&relay, linkem::Profile::constant(0, 1 << 20));
     slow.wait_frames(24, WAIT).expect("the slow viewer plays");
@@ -976,7 +973,7 @@ fn each_viewer_of_the_relay_gets_the_rendition_its_path_carries() {
     std::thread::sleep(Duration::from_secs(15));
     let open_rate = (open_link.totals().downstream.bytes_out - open_bytes) * 8 / 15;
     let (slow_share, open_share) = (output_share(&slow, settled), output_share(&open, settled));
-    let (slow_on, open_on) = (rendition_of(&slow), rendition_of(&open));
+    let (slow_on, open_on) = (ladder::playing(&slow), ladder::playing(&open));
     let messages = (
         slow.messages.lock().unwrap().clone(),
         open.messages.lock().unwrap().clone(),
@@ -1014,11 +1011,7 @@ fn each_viewer_of_the_relay_gets_the_rendition_its_path_carries() {
 #[test]
 fn a_viewer_follows_the_link_rate_down_and_back_up_without_stalling() {
     let relay = Relay::start();
-    let (publisher, _sink) = ladder::publish_ladder(&format!(
-        "url={} namespace={NAMESPACE} tls-fingerprint={}",
-        relay.url(),
-        relay.fingerprint
-    ));
+    let publisher = ladder_through(&relay);
     let profile = linkem::Profile::from_json_str(
         r#"{"name": "CASCADE-like", "queue_bytes": 150000, "steps": [
             {"duration_s": 25, "rate_kbit": 1200},
@@ -1030,7 +1023,7 @@ fn a_viewer_follows_the_link_rate_down_and_back_up_without_stalling() {
     let start = unix_now();
     viewer.wait_frames(24, WAIT).expect("plays");
     std::thread::sleep(Duration::from_secs(75).saturating_sub(unix_now() - start));
-    let on = rendition_of(&viewer);
+    let on = ladder::playing(&viewer);
     let (got, expected) = output_share(&viewer, start + Duration::from_secs(5));
     viewer.pipeline.set_state(gst::State::Null).unwrap();
     publisher.set_state(gst::State::Null).unwrap();

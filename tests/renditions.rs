@@ -197,24 +197,11 @@ fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
     );
 }
 
-/// moqsrc's figures for the video: the rendition playing and the switches so far.
-fn playing(receiver: &Receiver) -> (String, u64) {
-    let stats: gst::Structure = receiver
-        .pipeline
-        .by_name("src")
-        .expect("moqsrc")
-        .property("stats");
-    (
-        stats.get::<String>("rendition").unwrap_or_default(),
-        stats.get::<u64>("rendition-switches").unwrap_or_default(),
-    )
-}
-
 /// Waits until moqsrc plays `rendition`.
 fn wait_rendition(receiver: &Receiver, rendition: &str, timeout: Duration) -> Result<(), String> {
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        let (now, switches) = playing(receiver);
+        let (now, switches) = ladder::playing(receiver);
         if now == rendition {
             return Ok(());
         }
@@ -242,7 +229,7 @@ fn abr_climbs_an_open_path_to_the_highest_rendition_without_a_seam() {
     let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
     let receiver = direct_viewer(port, &sink, "");
     receiver.wait_frames(24, WAIT).expect("plays");
-    let started = playing(&receiver).0;
+    let started = ladder::playing(&receiver).0;
     wait_rendition(&receiver, ladder::RENDITIONS[2], Duration::from_secs(40))
         .expect("climbs to the top");
     std::thread::sleep(Duration::from_secs(2));
@@ -280,14 +267,14 @@ fn a_pinned_rendition_plays_and_pinning_another_switches_while_playing() {
     let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
     let receiver = direct_viewer(port, &sink, "rendition=video-1");
     receiver.wait_frames(24, WAIT).expect("plays");
-    assert_eq!(playing(&receiver).0, "video-1");
+    assert_eq!(ladder::playing(&receiver).0, "video-1");
     let src = receiver.pipeline.by_name("src").expect("moqsrc");
     src.set_property("rendition", "video");
     wait_rendition(&receiver, "video", Duration::from_secs(10)).expect("switches down");
     src.set_property("rendition", None::<String>);
     src.set_property_from_str("abr", "off");
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(playing(&receiver).0, "video", "abr off stays");
+    assert_eq!(ladder::playing(&receiver).0, "video", "abr off stays");
     receiver.pipeline.set_state(gst::State::Null).unwrap();
     publisher.set_state(gst::State::Null).unwrap();
     let (longest, disconts) = ladder::seams(&receiver.frames());

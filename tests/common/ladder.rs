@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gst::prelude::*;
 
-use super::{ReceivedFrame, init};
+use super::{ReceivedFrame, Receiver, init};
 
 /// Bitrate (kbit/s), width and height of each rendition, on `video_0`..`video_2`.
 pub const LADDER: [(u64, u32, u32); 3] = [(250, 320, 240), (600, 480, 360), (1200, 640, 480)];
@@ -65,4 +65,17 @@ pub fn seams(frames: &[ReceivedFrame]) -> (Duration, usize) {
         .unwrap_or_default();
     let disconts = frames.iter().skip(1).filter(|f| f.discont).count();
     (longest, disconts)
+}
+
+/// The rendition a moqsrc viewer plays (its `stats`) and its switches so far.
+pub fn playing(viewer: &Receiver) -> (String, u64) {
+    let stats: gst::Structure = viewer
+        .pipeline
+        .by_name("src")
+        .expect("moqsrc")
+        .property("stats");
+    (
+        stats.get::<String>("rendition").unwrap_or_default(),
+        stats.get::<u64>("rendition-switches").unwrap_or_default(),
+    )
 }

@@ -62,7 +62,7 @@ const RATE_WINDOW_US: u64 = 2_000_000;
 const CAPACITY_WINDOW_US: u64 = 10_000_000;
 /// Objects larger than the one of least delay by less than this take too little extra
 /// time on the path to measure it.
-const CAPACITY_MIN_BYTES: u64 = 1_000;
+const CAPACITY_MIN_BYTES: u64 = 500;
 /// Transfer times below this are taken as this: the sample then says "at least".
 const MIN_TRANSFER_US: i64 = 1_000;
 

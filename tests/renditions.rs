@@ -160,6 +160,15 @@ fn fetch_catalog(port: u16, fingerprint: &str) -> Catalog {
     })
 }
 
+/// Name, bitrate and alternate group of each rendition of `video` in `catalog`.
+fn video_alternates(catalog: &Catalog) -> Vec<(&str, Option<u64>, Option<u32>)> {
+    catalog
+        .alternates("video")
+        .iter()
+        .map(|t| (t.name.as_str(), t.bitrate, t.alt_group))
+        .collect()
+}
+
 #[test]
 fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
     publish(3, 2, |port, sink| {
@@ -167,19 +176,44 @@ fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
             .property::<Option<String>>("certificate-fingerprint")
             .expect("a fingerprint");
         let catalog = fetch_catalog(port, &fingerprint);
-        let alternates: Vec<(&str, Option<u64>, Option<u32>)> = catalog
-            .alternates("video")
-            .iter()
-            .map(|t| (t.name.as_str(), t.bitrate, t.alt_group))
-            .collect();
         assert_eq!(
-            alternates,
+            video_alternates(&catalog),
             [
                 ("video", Some(250_000), Some(3)),
                 ("video-1", Some(600_000), Some(3))
             ]
         );
     });
+}
+
+#[test]
+fn a_launch_line_declares_renditions_through_the_pads_properties() {
+    init();
+    let port = free_udp_port();
+    // gst-launch syntax: the pads do not exist yet when the properties are parsed.
+    let description = format!(
+        "{} video_0::alt-group=2 video_0::bitrate=250000 video_1::alt-group=2 video_1::bitrate=600000",
+        renditions_pipeline(port)
+    );
+    let pipeline = gst::parse::launch(&description)
+        .expect("pipeline")
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let sink = pipeline.by_name("m").expect("moqsink");
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    std::thread::sleep(Duration::from_secs(2));
+    let fingerprint: String = sink
+        .property::<Option<String>>("certificate-fingerprint")
+        .expect("a fingerprint");
+    let catalog = fetch_catalog(port, &fingerprint);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert_eq!(
+        video_alternates(&catalog),
+        [
+            ("video", Some(250_000), Some(2)),
+            ("video-1", Some(600_000), Some(2))
+        ]
+    );
 }
 
 #[test]

@@ -954,6 +954,10 @@ impl MoqSink {
             return None;
         }
         let _ = entry.sink.sync_state_with_parent();
+        // gst-launch sets `video_0::bitrate=…` on a pad it has not requested yet when it
+        // hears of the pad here.
+        self.obj()
+            .child_added(entry.pad.upcast_ref::<glib::Object>(), &entry.pad.name());
         gst::debug!(CAT, imp = self, "added pad {}", entry.pad.name());
         Some(entry.pad.upcast())
     }
@@ -963,7 +967,28 @@ impl ObjectSubclass for MoqSink {
     const NAME: &'static str = "GstMoqSink";
     type Type = super::MoqSink;
     type ParentType = gst::Bin;
-    type Interfaces = (gst::URIHandler,);
+    type Interfaces = (gst::URIHandler, gst::ChildProxy);
+}
+
+/// The children an application addresses are the request pads, whose properties describe
+/// their tracks (`moqsink video_0::bitrate=600000`); the sinks inside are not its business.
+impl ChildProxyImpl for MoqSink {
+    fn child_by_index(&self, index: u32) -> Option<glib::Object> {
+        lock(&self.pads)
+            .get(index as usize)
+            .map(|e| e.pad.clone().upcast())
+    }
+
+    fn child_by_name(&self, name: &str) -> Option<glib::Object> {
+        lock(&self.pads)
+            .iter()
+            .find(|e| e.pad.name() == name)
+            .map(|e| e.pad.clone().upcast())
+    }
+
+    fn children_count(&self) -> u32 {
+        lock(&self.pads).len() as u32
+    }
 }
 
 impl URIHandlerImpl for MoqSink {
@@ -1350,6 +1375,8 @@ impl ElementImpl for MoqSink {
         let _ = self.obj().remove(&entry.sink);
         let _ = pad.set_active(false);
         let _ = self.obj().remove_pad(pad);
+        self.obj()
+            .child_removed(pad.upcast_ref::<glib::Object>(), &pad.name());
         gst::debug!(CAT, imp = self, "released pad {}", pad.name());
     }
 

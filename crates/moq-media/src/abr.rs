@@ -24,9 +24,10 @@
 //! - **up one step, cautiously**: when for [`UP_SUSTAIN_US`] the queue stayed below
 //!   [`CALM_QUEUE_US`], nothing was skipped, and the measured capacity stayed at least
 //!   [`UP_MARGIN`] × the next rendition's bitrate; never within [`UP_HOLD_US`] of a
-//!   down-switch. A new subscription starts with a burst (a relay sends the current group
-//!   from its start), so for [`SETTLE_US`] after going up a standing queue is not taken
-//!   for congestion; a skip still is;
+//!   down-switch. For [`SETTLE_US`] after going up, and again after the switch has cut
+//!   over ([`Abr::settle`]), a standing queue is not taken for congestion (a new
+//!   subscription may start with a burst, and the two renditions flow together until the
+//!   cut); a skip still is;
 //! - never above the configured maximum bitrate (the lowest rendition is always allowed).
 //!
 //! No clock is read: callers pass times in µs.
@@ -49,8 +50,8 @@ pub const UP_SUSTAIN_US: u64 = 4_000_000;
 pub const UP_HOLD_US: u64 = 10_000_000;
 /// No second down-switch this long after one, unless media is skipped again.
 pub const DRAIN_US: u64 = 2_000_000;
-/// How long after going up the queue the new subscription's first burst builds is
-/// forgiven.
+/// How long after going up a standing queue is forgiven: the new subscription's first
+/// burst, or the two renditions flowing together, builds it.
 pub const SETTLE_US: u64 = 3_000_000;
 /// The window of the queue delay's least value.
 const QUEUE_WINDOW_US: u64 = 500_000;
@@ -177,6 +178,12 @@ impl Abr {
             self.capacity.push_back((now_us, bps));
         }
         expire(&mut self.capacity, now_us, CAPACITY_WINDOW_US);
+    }
+
+    /// The switch up has cut over at `now_us`: the queue it built is forgiven for
+    /// [`SETTLE_US`] from now.
+    pub fn settle(&mut self, now_us: u64) {
+        self.last_up_at = Some(now_us);
     }
 
     /// The player skipped media (a late group or frames dropped to catch up).
@@ -405,6 +412,43 @@ mod tests {
         // Cautiously: each step after the conditions held for UP_SUSTAIN_US.
         assert!(switches[0].0 >= UP_SUSTAIN_US && switches[1].0 - switches[0].0 >= UP_SUSTAIN_US);
         assert!(switches[1].0 < 12 * S, "{switches:?}");
+    }
+
+    /// When a standing queue of 200 ms from `from_us` on first makes `abr` (on the middle
+    /// rendition, a 20 ms path before) go down, if it does by `until_us`.
+    fn first_down_under_a_queue(abr: &mut Abr, from_us: u64, until_us: u64) -> Option<u64> {
+        let mut t = 0;
+        while t < until_us {
+            let delay = if t < from_us { 20 * MS } else { 220 * MS };
+            abr.on_object(t, 1_000, Some(delay as i64));
+            if let Some(switch) = abr.poll(t) {
+                assert_eq!(switch.reason, SwitchReason::Congested);
+                return Some(t);
+            }
+            t += 40 * MS;
+        }
+        None
+    }
+
+    #[test]
+    fn a_standing_queue_right_after_a_cut_up_is_forgiven_for_the_settle_time() {
+        let cut = 2 * S;
+        let mut plain = Abr::new(&LADDER, None, 0);
+        plain.set_current(MID);
+        let unforgiven = first_down_under_a_queue(&mut plain, cut, 10 * S).expect("goes down");
+        assert!(
+            unforgiven < cut + S,
+            "down {unforgiven} µs without settling"
+        );
+
+        let mut settled = Abr::new(&LADDER, None, 0);
+        settled.set_current(MID);
+        settled.settle(cut);
+        let forgiven = first_down_under_a_queue(&mut settled, cut, 10 * S).expect("goes down");
+        assert!(
+            (cut + SETTLE_US..cut + SETTLE_US + S).contains(&forgiven),
+            "down at {forgiven} µs, settled at {cut} µs"
+        );
     }
 
     #[test]

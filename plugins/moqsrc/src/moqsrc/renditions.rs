@@ -106,12 +106,14 @@ impl Renditions {
     }
 
     /// New preferences from the application; a switch they call for comes from the next
-    /// [`Renditions::poll`].
-    pub fn set_prefs(&mut self, prefs: &AbrPrefs, now_us: u64) {
-        if *prefs != self.prefs {
-            self.prefs = prefs.clone();
-            self.follow_prefs(now_us);
+    /// [`Renditions::poll`]. False when they are the ones in force.
+    pub fn set_prefs(&mut self, prefs: &AbrPrefs, now_us: u64) -> bool {
+        if *prefs == self.prefs {
+            return false;
         }
+        self.prefs = prefs.clone();
+        self.follow_prefs(now_us);
+        true
     }
 
     /// ABR runs when it is on and nothing is pinned, from the rendition playing.
@@ -170,10 +172,16 @@ impl Renditions {
         })
     }
 
-    /// The switch to `to` is done.
-    pub fn switched(&mut self, to: usize) {
+    /// The switch to `to` is done at `now_us`.
+    pub fn switched(&mut self, to: usize, now_us: u64) {
+        let from = self.playing().bitrate;
         self.playing = to.min(self.list.len() - 1);
         self.stay();
+        if self.playing().bitrate > from
+            && let Some(abr) = &mut self.abr
+        {
+            abr.settle(now_us);
+        }
     }
 
     /// The switch under way was given up: the rendition playing plays on.
@@ -262,17 +270,21 @@ mod tests {
         r.set_prefs(&pin, 1_000);
         let target = r.poll(1_000).unwrap();
         assert_eq!((target.to, target.reason), (0, REASON_SETTINGS));
-        r.switched(target.to);
+        r.switched(target.to, 2_000);
         assert_eq!(r.poll(2_000), None);
         // ABR takes over from where the pin left it, under the new cap.
         let capped = AbrPrefs {
             max_bps: Some(700_000),
             ..auto()
         };
-        r.set_prefs(&capped, 3_000);
+        assert!(r.set_prefs(&capped, 3_000));
+        assert!(
+            !r.set_prefs(&capped, 3_000),
+            "the same preferences change nothing"
+        );
         let target = r.poll(3_000).unwrap();
         assert_eq!(r.get(target.to).unwrap().name, "video-1");
-        r.switched(target.to);
+        r.switched(target.to, 3_000);
         assert_eq!(r.poll(4_000), None);
     }
 

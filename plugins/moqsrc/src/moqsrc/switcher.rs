@@ -8,10 +8,19 @@
 //! switch would wait a whole group for the next one. So while a switch is under way, an
 //! old frame waits until the new rendition has caught up with it, for at most
 //! [`OLD_WAIT`].
+//!
+//! A relay serves a new subscription from the start of its current group, all at once:
+//! subscribed mid-group, the rendition switched to arrives as seconds of frames in one
+//! burst, which fills a narrow link's queue and delays the old rendition still playing;
+//! and the splice cannot use them, they are older than what was played. Going down is
+//! urgent and takes that chance, but going up waits for the playing rendition's next
+//! keyframe: the groups start together, so the new rendition's current group has only
+//! just begun and flows at its encoder's pace until the cut one group later.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use h264::FrameKind;
 use moq_media::FrameHeader;
 use moq_media::catalog::Catalog;
 use moq_media::splice::{NewFrame, OldFrame, Renumber, Splice};
@@ -25,6 +34,9 @@ use super::renditions::{AbrPrefs, Renditions, Target};
 const RETRY_AFTER_US: u64 = 2_000_000;
 /// Longest an old frame waits for the new rendition to catch up with it during a switch.
 const OLD_WAIT: Duration = Duration::from_millis(60);
+/// Longest a switch up waits for the playing rendition's next keyframe before it
+/// subscribes anyway.
+const GROUP_START_WAIT_US: u64 = 5_000_000;
 
 /// A switch under way.
 struct Switch {
@@ -67,6 +79,8 @@ pub struct Switcher {
     /// The last frame forwarded, as the pad numbers it.
     last: Option<FrameHeader>,
     switch: Option<Switch>,
+    /// A switch up waiting for the playing rendition's next keyframe, since when.
+    pending: Option<(Target, u64)>,
     quiet_until: u64,
     outgoing: Outgoing,
 }
@@ -91,6 +105,7 @@ impl Switcher {
             renumber: Renumber::default(),
             last: None,
             switch: None,
+            pending: None,
             quiet_until: 0,
             outgoing: Outgoing::default(),
         })
@@ -110,9 +125,12 @@ impl Switcher {
         self.renumber.rendition_group(group)
     }
 
+    /// New preferences drop a switch up that waits: the next tick decides again.
     pub fn set_prefs(&mut self, prefs: &AbrPrefs) {
         let now = self.now_us();
-        self.renditions.set_prefs(prefs, now);
+        if self.renditions.set_prefs(prefs, now) {
+            self.pending = None;
+        }
     }
 
     pub fn on_skip(&mut self) {
@@ -135,6 +153,7 @@ impl Switcher {
     /// An item of the rendition playing: renumbered for the pad, it goes out, or waits
     /// while a switch is under way.
     pub fn old(&mut self, mut item: Item) {
+        let keyframe = matches!(&item, Item::Frame(f) if f.header.kind == FrameKind::Key);
         match &mut item {
             Item::Frame(frame) => {
                 self.observe(frame, true);
@@ -149,6 +168,9 @@ impl Switcher {
                 self.release(false);
             }
             _ => self.send(item),
+        }
+        if keyframe && let Some((target, _)) = self.pending.take() {
+            self.begin(target);
         }
     }
 
@@ -250,9 +272,29 @@ impl Switcher {
             None if now < self.quiet_until => return,
             None => {}
         }
+        if let Some((target, since)) = self.pending {
+            if now.saturating_sub(since) >= GROUP_START_WAIT_US {
+                self.pending = None;
+                self.begin(target);
+            }
+            return;
+        }
         let Some(target) = self.renditions.poll(now) else {
             return;
         };
+        let up = self
+            .renditions
+            .get(target.to)
+            .is_some_and(|r| r.bitrate > self.renditions.playing().bitrate);
+        match up {
+            true => self.pending = Some((target, now)),
+            false => self.begin(target),
+        }
+    }
+
+    /// Subscribes the rendition `target` names; the splice starts after the frame played
+    /// last.
+    fn begin(&mut self, target: Target) {
         let Some(name) = self.renditions.get(target.to).map(|r| r.name.clone()) else {
             return;
         };
@@ -312,7 +354,8 @@ impl Switcher {
             });
         }
         let from = self.renditions.playing().name.clone();
-        self.renditions.switched(switch.target.to);
+        let now = self.now_us();
+        self.renditions.switched(switch.target.to, now);
         self.renumber = renumber;
         let to = self.renditions.playing().clone();
         let mut first = true;

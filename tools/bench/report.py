@@ -55,7 +55,8 @@ def runs(out):
     frames = os.path.join(out, "frames")
     for name in sorted(os.listdir(frames)):
         if not name.endswith(".csv") or name.endswith(
-            (".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv", ".av.csv", ".av-received.csv")
+            (".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv", ".av.csv", ".av-received.csv",
+             ".renditions.csv")
         ):
             continue
         system, profile, rep = name[:-4].split("__")
@@ -172,12 +173,7 @@ def adaptive_rates(out, summaries, profile):
 
 def plot_adaptation(profile, rates, path):
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    steps = profile_steps(profile)
-    xs, ys = [], []
-    for (a, b, kbit) in steps:
-        xs += [a, b]
-        ys += [kbit, kbit]
-    ax.plot(xs, ys, color="black", linewidth=2, label="link rate")
+    link_line(profile, ax)
     for system, rows in sorted(rates.items()):
         line = ax.plot([r[0] for r in rows], [r[1] for r in rows], label=f"{system} encoder target")[0]
         ax.plot([r[0] for r in rows], [r[2] for r in rows], ":", color=line.get_color(), label=f"{system} estimate")
@@ -224,6 +220,94 @@ def adaptation_section(out, summaries, profile, plots):
             cells = [fmt(t, 1) + " s" if t is not None else "not within the step" for (_, _, _, t) in convergence(rows, steps)]
             md.append(f"| {system} convergence | " + " | ".join(cells) + " |")
         md.append("")
+    return md
+
+
+def load_renditions(path):
+    """[(unix s, kbit/s)] of the renditions a moq-abr viewer played: its first, then each switch."""
+    with open(path) as f:
+        return [(int(r["unix_us"]) / 1e6, int(r["kbit"])) for r in csv.DictReader(f)]
+
+
+def link_line(profile, ax):
+    """The profile's rate steps, drawn on `ax`."""
+    xs, ys = [], []
+    for (a, b, kbit) in profile_steps(profile):
+        xs += [a, b]
+        ys += [kbit, kbit]
+    ax.plot(xs, ys, color="black", linewidth=2, label="link rate")
+    return xs[-1] if xs else 0.0
+
+
+def abr_section(out, summaries, profile, plots):
+    """moq-abr: the rendition its viewer chose against the link rate, and its switches."""
+    s = next((s for s in summaries if s["profile"] == profile and s["system"] == "moq-abr" and s.get("abr")), None)
+    path = os.path.join(out, "frames", f"moq-abr__{profile}__0.renditions.csv")
+    if not s or not os.path.exists(path) or not s.get("trace_start_us"):
+        return []
+    t0 = s["trace_start_us"] / 1e6
+    timeline = [(t - t0, kbit) for (t, kbit) in load_renditions(path)]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    end = link_line(profile, ax)
+    xs, ys = [], []
+    for i, (t, kbit) in enumerate(timeline):
+        until = timeline[i + 1][0] if i + 1 < len(timeline) else end
+        xs += [max(t, 0.0), until]
+        ys += [kbit, kbit]
+    ax.plot(xs, ys, color="tab:red", label="moq-abr rendition played")
+    ax.set_xlabel("time since the link's trace started (s)")
+    ax.set_ylabel("kbit/s")
+    ax.set_title(f"{profile}: the rendition moq-abr's viewer played against the link rate")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plots, f"abr_{profile}.png"), dpi=90)
+    plt.close(fig)
+    a = s["abr"]
+    switches = ", ".join(f"{t:.1f} s → {kbit}" for (t, kbit) in timeline[1:]) or "none"
+    return [
+        f"![renditions {profile}](plots/abr_{profile}.png)",
+        "",
+        f"moq-abr: started on {timeline[0][1]} kbit/s; switches up {a['switches_up']}, down {a['switches_down']} "
+        f"({switches}); mean rendition {a['rendition_kbit']:.0f} kbit/s.",
+        "",
+    ]
+
+
+ABR_GOAL_PROFILES = ["const_500", "cascade"]
+
+
+def abr_goals(summaries):
+    """The renditions goal: moq-abr on CONST_500 and CASCADE, ≥ 95 % intact frames, mean
+    latency ≤ 500 ms and no stall; every Twitch profile listed beside the other systems."""
+    first = [s for s in summaries if s["repetition"] == 0]
+    if not any(s["system"] == "moq-abr" for s in first):
+        return []
+    md = ["## Renditions (moq-abr) goals", ""]
+    md.append("Goal: ≥ 95 % of frames rendered intact, mean latency ≤ 500 ms and 0 stalls on CONST_500 and "
+              "CASCADE. Every profile of the run, with the other systems beside moq-abr:")
+    md.append("")
+    md.append("| profile | system | frames | mean (ms) | p95 (ms) | stalls | delivered kbit/s | switches up / down | verdict |")
+    md.append("|---|---|---|---|---|---|---|---|---|")
+    profiles = []
+    for s in first:
+        if s["profile"] not in profiles and any(t["system"] == "moq-abr" and t["profile"] == s["profile"] for t in first):
+            profiles.append(s["profile"])
+    for profile in profiles:
+        rows = sorted((s for s in first if s["profile"] == profile), key=lambda s: (s["system"] != "moq-abr", s["system"]))
+        for s in rows:
+            frames = intact_share(s)
+            a = s.get("abr")
+            switches = f"{a['switches_up']} / {a['switches_down']}" if a else "–"
+            verdict = ""
+            if s["system"] == "moq-abr" and profile in ABR_GOAL_PROFILES:
+                ok = frames >= 0.95 and s["latency_mean_ms"] <= 500 and s["stalls"] == 0
+                verdict = "met" if ok else "not met"
+            md.append(
+                f"| {profile} | {s['system']} | {frames:.1%} | {s['latency_mean_ms']:.0f} | {s['latency_p95_ms']:.0f} "
+                f"| {s['stalls']} | {fmt(s.get('rendered_kbit'))} | {switches} | {verdict} |"
+            )
+    md.append("")
     return md
 
 
@@ -735,6 +819,18 @@ def main():
             "rate (a drop) or at 80 % of 0.85 × the new rate (a rise)."
         )
         md.append("")
+    if any(s["system"] == "moq-abr" for s in summaries):
+        md.append(
+            "`moq-abr`: renditions with receiver-driven ABR. The sender decodes the reference stream and encodes it "
+            "again live into three x264 encoders (250, 600 and 1200 kbit/s, the reference's 320x240, "
+            "`tune=zerolatency`, GoP 15) on moqsink's `video_0..2` pads in one alternate group "
+            "(`video_N::alt-group=1 video_N::bitrate=…`, `delivery=skip-gops`, moqsink's default controller). "
+            "The viewer's moqsrc (`abr=auto`, `latency=100`, `skip-forward=true`) starts on the lowest and chooses "
+            "by its path. Availability is taken before the encoders as for `moq-adaptive`; a frame's size is that "
+            "of the rendition it was received in (the lowest's when it never arrived). The rendition plots show the "
+            "rendition played (from moqsrc's `moq-rendition` messages, taken within 100 ms) against the link rate."
+        )
+        md.append("")
     if any(s["system"] == "moq-skip-gops-delay" for s in summaries):
         md.append(
             "`moq-skip-gops-delay`: `moq-skip-gops` with moqsink `congestion-control=delay` and no rate control, "
@@ -786,9 +882,11 @@ def main():
             md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
             md.append("")
         md.extend(adaptation_section(out, first, profile, plots))
+        md.extend(abr_section(out, first, profile, plots))
     md.extend(av_section(summaries))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
+    md.extend(abr_goals(summaries))
     md.extend(fanout_section(out))
     md.append("## Reading")
     md.append("")

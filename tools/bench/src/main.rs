@@ -43,7 +43,7 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
                      fast_jitters, const_500, random_walk)
   --systems x,y      systems (default: all: moq-baseline, moq-deprioritize-b, moq-skip-gops,
                      moq-combined, moq-skip-gops-delay, moq-adaptive, moq-adaptive-delay,
-                     srt-125ms, srt-500ms, rtp-udp)
+                     moq-av, moq-abr, srt-125ms, srt-500ms, rtp-udp)
   --grid-seconds S   length of each loss x RTT grid run (default 60)
   --max-seconds S    run each profile for at most S s (default: its whole trace)
   --no-grid          skip the loss x RTT grid

@@ -82,6 +82,46 @@ pub struct Summary {
     /// Systems with audio: how the audio played beside the video.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub av: Option<AvSummary>,
+    /// Systems with renditions: what the viewer chose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abr: Option<AbrSummary>,
+}
+
+/// The renditions a viewer played in one run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AbrSummary {
+    pub switches_up: u64,
+    pub switches_down: u64,
+    /// The nominal bitrate of the rendition playing, averaged over time, kbit/s.
+    pub rendition_kbit: f64,
+}
+
+/// What a viewer chose between `from_us` and `to_us`, from the rendition it started on and
+/// each switch after (`timeline`: unix µs, the new rendition's nominal kbit/s; the first
+/// entry is the start).
+pub fn abr_summary(timeline: &[(i64, u32)], from_us: i64, to_us: i64) -> AbrSummary {
+    let (mut up, mut down) = (0, 0);
+    for w in timeline.windows(2) {
+        match w[1].1.cmp(&w[0].1) {
+            std::cmp::Ordering::Greater => up += 1,
+            std::cmp::Ordering::Less => down += 1,
+            std::cmp::Ordering::Equal => {}
+        }
+    }
+    let mut weighted = 0.0;
+    for (i, (at, kbit)) in timeline.iter().enumerate() {
+        let end = timeline.get(i + 1).map_or(to_us, |next| next.0).min(to_us);
+        let start = (*at).max(from_us);
+        if end > start {
+            weighted += f64::from(*kbit) * (end - start) as f64;
+        }
+    }
+    let span = (to_us - from_us).max(1) as f64;
+    AbrSummary {
+        switches_up: up,
+        switches_down: down,
+        rendition_kbit: weighted / span,
+    }
 }
 
 /// An audio hole longer than this is a gap (a lost 20 ms frame is not).
@@ -302,6 +342,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         fluid_ratio,
         trace_start_us: facts.trace_start_us,
         av: None,
+        abr: None,
     }
 }
 
@@ -340,6 +381,24 @@ pub fn fluid_model(sizes: &[usize], fps: f64, kbit_at: impl Fn(f64) -> f64) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rendition_played_is_averaged_over_time_and_switches_counted_by_direction() {
+        // 250 before the window, 600 from 10 s, 1200 from 20 s, 250 from 30 s; window 0–40 s.
+        let s = 1_000_000;
+        let timeline = [(-5 * s, 250), (10 * s, 600), (20 * s, 1200), (30 * s, 250)];
+        let abr = abr_summary(&timeline, 0, 40 * s);
+        assert_eq!((abr.switches_up, abr.switches_down), (2, 1));
+        assert!(
+            (abr.rendition_kbit - 575.0).abs() < 1e-9,
+            "{}",
+            abr.rendition_kbit
+        );
+        // One rendition throughout.
+        let still = abr_summary(&[(0, 600)], 0, 10 * s);
+        assert_eq!((still.switches_up, still.switches_down), (0, 0));
+        assert!((still.rendition_kbit - 600.0).abs() < 1e-9);
+    }
 
     fn row(id: u64, available_ms: i64, rendered_ms: Option<i64>) -> FrameRow {
         FrameRow {

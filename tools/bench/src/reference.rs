@@ -187,6 +187,10 @@ fn slice_digest(au: &[u8]) -> u64 {
     hash
 }
 
+/// What [`tag`] adds to an AU: start code, NAL and SEI headers, UUID, two 16-digit hex
+/// numbers, stop bit.
+pub const TAG_BYTES: usize = 7 + UUID.len() + 32 + 1;
+
 /// The AU with an SEI carrying `id` and the digest of its slices inserted before its
 /// first slice.
 pub fn tag(au: &[u8], id: u64) -> Vec<u8> {
@@ -235,6 +239,7 @@ mod tests {
         // SPS-less IDR slice behind a 4-byte start code, then a 3-byte start code slice.
         let au = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0, 0, 1, 0x41, 0x9a];
         let tagged = tag(&au, 0x1234_5678_9abc);
+        assert_eq!(tagged.len(), au.len() + TAG_BYTES);
         let intact = Tag {
             id: 0x1234_5678_9abc,
             intact: true,

@@ -12,11 +12,12 @@ use gst::prelude::*;
 use linkem::{Link, LinkConfig, Profile};
 
 use crate::metrics::{
-    AudioFrame, FrameRow, RunFacts, Summary, av_summary, fluid_model, intact_pictures, summarize,
+    AbrSummary, AudioFrame, FrameRow, RunFacts, Summary, abr_summary, av_summary, fluid_model,
+    intact_pictures, summarize,
 };
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
-use crate::systems::{Direction, Endpoints, System};
+use crate::systems::{Direction, Endpoints, System, abr_rendition_kbit};
 
 /// Time after the sender stops for the last frames to be rendered.
 const TAIL: Duration = Duration::from_secs(3);
@@ -88,13 +89,19 @@ pub struct Seen {
     rendered: HashMap<u64, i64>,
     /// Frames whose slices reached the decoder other than they were sent.
     damaged: HashSet<u64>,
+    /// Each frame's size as it reached the decoder, without its tag.
+    sizes: HashMap<u64, usize>,
+    /// Systems with renditions (in-process receivers): the rendition played first, and
+    /// each switch (unix µs, rendition switched to).
+    first_rendition: Option<String>,
+    switches: Vec<(i64, String)>,
     /// Systems with audio: each video frame's running time, and the audio output.
     video_pts: HashMap<u64, i64>,
     audio: Vec<AudioFrame>,
 }
 
 impl Seen {
-    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us,damaged`
+    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us,damaged,size`
     /// per frame.
     fn write(&self, path: &Path, cpu_s: f64) -> Result<(), String> {
         let mut out =
@@ -103,9 +110,10 @@ impl Seen {
         writeln!(out, "cpu_s,{cpu_s}").map_err(|e| e.to_string())?;
         for (id, arrived) in &self.arrived {
             let damaged = u8::from(self.damaged.contains(id));
+            let size = self.sizes.get(id).copied().unwrap_or(0);
             writeln!(
                 out,
-                "{id},{arrived},{},{damaged}",
+                "{id},{arrived},{},{damaged},{size}",
                 opt(self.rendered.get(id))
             )
             .map_err(|e| e.to_string())?;
@@ -124,11 +132,12 @@ impl Seen {
         let mut seen = Seen::default();
         for line in lines {
             let fields: Vec<Option<i64>> = line.split(',').map(|f| f.parse().ok()).collect();
-            let [Some(id), Some(arrived), rendered, Some(damaged)] = fields[..] else {
+            let [Some(id), Some(arrived), rendered, Some(damaged), Some(size)] = fields[..] else {
                 return Err(format!("receiver report: bad line {line:?}"));
             };
             let id = id as u64;
             seen.arrived.insert(id, arrived);
+            seen.sizes.insert(id, size as usize);
             if let Some(rendered) = rendered {
                 seen.rendered.insert(id, rendered);
             }
@@ -178,9 +187,9 @@ impl Receiver {
         Ok(Receiver::Here { pipeline, seen })
     }
 
-    fn collect_errors(&self, errors: &mut Vec<String>) {
-        if let Receiver::Here { pipeline, .. } = self {
-            pipeline_errors(pipeline, errors);
+    fn collect_messages(&self, errors: &mut Vec<String>) {
+        if let Receiver::Here { pipeline, seen } = self {
+            drain_bus(pipeline, errors, seen);
         }
     }
 
@@ -188,6 +197,15 @@ impl Receiver {
     fn finish(self) -> Result<(Seen, f64), String> {
         match self {
             Receiver::Here { pipeline, seen } => {
+                if let Some(src) = pipeline.by_name("src")
+                    && src.find_property("rendition").is_some()
+                {
+                    let stats: gst::Structure = src.property("stats");
+                    let mut seen = seen.lock().unwrap();
+                    if seen.first_rendition.is_none() {
+                        seen.first_rendition = stats.get::<String>("rendition").ok();
+                    }
+                }
                 let _ = pipeline.set_state(gst::State::Null);
                 let seen = std::mem::take(&mut *seen.lock().unwrap());
                 Ok((seen, 0.0))
@@ -209,11 +227,25 @@ impl Receiver {
     }
 }
 
-fn pipeline_errors(pipeline: &gst::Pipeline, errors: &mut Vec<String>) {
+/// Takes the receiver's bus messages: errors into `errors`, rendition switches (moqsrc's
+/// `moq-rendition`) into `seen` with when they were taken.
+fn drain_bus(pipeline: &gst::Pipeline, errors: &mut Vec<String>, seen: &Mutex<Seen>) {
     let bus = pipeline.bus().expect("bus");
     while let Some(msg) = bus.pop() {
-        if let gst::MessageView::Error(e) = msg.view() {
-            errors.push(format!("{} ({:?})", e.error(), e.debug()));
+        match msg.view() {
+            gst::MessageView::Error(e) => errors.push(format!("{} ({:?})", e.error(), e.debug())),
+            gst::MessageView::Element(e) => {
+                let Some(s) = e.structure().filter(|s| s.name() == "moq-rendition") else {
+                    continue;
+                };
+                let (Ok(from), Ok(to)) = (s.get::<String>("from"), s.get::<String>("to")) else {
+                    continue;
+                };
+                let mut seen = seen.lock().unwrap();
+                seen.first_rendition.get_or_insert(from);
+                seen.switches.push((unix_us(), to));
+            }
+            _ => {}
         }
     }
 }
@@ -233,7 +265,7 @@ pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), 
     let mut rest = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut rest);
     let mut errors = Vec::new();
-    pipeline_errors(&pipeline, &mut errors);
+    drain_bus(&pipeline, &mut errors, &seen);
     if !errors.is_empty() {
         eprintln!("receiver errors: {errors:?}");
     }
@@ -269,6 +301,9 @@ fn receiver_pipeline(
                 let id = tag.id;
                 let mut seen = probe_seen.lock().unwrap();
                 seen.arrived.entry(id).or_insert_with(unix_us);
+                seen.sizes
+                    .entry(id)
+                    .or_insert(map.len().saturating_sub(reference::TAG_BYTES));
                 if !tag.intact {
                     seen.damaged.insert(id);
                 }
@@ -401,11 +436,11 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             let _ = sender.kill();
             return Err(format!("{name}: the sender did not finish"));
         }
-        receiver.collect_errors(&mut errors);
+        receiver.collect_messages(&mut errors);
         std::thread::sleep(Duration::from_millis(100));
     };
     std::thread::sleep(TAIL);
-    receiver.collect_errors(&mut errors);
+    receiver.collect_messages(&mut errors);
     let (seen, receiver_child_cpu) = receiver.finish()?;
     drop(relay);
     // A receiver child's CPU counts as the receiver's; moq-relay's as the sender side's.
@@ -422,8 +457,10 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         eprintln!("{name}: receiver errors: {errors:?}");
     }
 
-    // An adaptive sender's frames have the sizes its encoder gave them.
+    // A live-encoding sender's frames have the sizes its (first) encoder gave them; with
+    // renditions, a frame received has the size of the rendition it came in.
     let sizes = read_sizes(&sender_file(&avail_path, "sizes"))?;
+    let received_sizes = spec.system == &System::Abr;
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
         .map(|mut row| {
@@ -431,6 +468,9 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             row.rendered_us = seen.rendered.get(&row.id).copied();
             row.damaged = seen.damaged.contains(&row.id);
             if let Some(size) = sizes.get(&row.id) {
+                row.size = *size;
+            }
+            if received_sizes && let Some(size) = seen.sizes.get(&row.id) {
                 row.size = *size;
             }
             row
@@ -485,7 +525,50 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     };
     let mut summary = summarize(&rows, &facts);
     summary.av = av;
+    if spec.system == &System::Abr {
+        summary.abr = Some(rendition_log(
+            &frames_dir.join(format!("{name}.renditions.csv")),
+            &seen,
+            &rows,
+            trace_start_us.unwrap_or(0),
+        )?);
+    }
     Ok(summary)
+}
+
+/// Writes the renditions a viewer played (`unix_us,track,kbit`: the first from the link
+/// trace's start, then each switch) and sums them up over the frames rendered.
+fn rendition_log(
+    path: &Path,
+    seen: &Seen,
+    rows: &[FrameRow],
+    start_us: i64,
+) -> Result<AbrSummary, String> {
+    let kbit = |track: &str| {
+        abr_rendition_kbit(track).ok_or(format!("moq-abr: unknown rendition {track:?}"))
+    };
+    let first = seen
+        .first_rendition
+        .as_deref()
+        .ok_or("moq-abr: the viewer never said which rendition it played")?;
+    let mut timeline = vec![(start_us, first.to_owned())];
+    timeline.extend(seen.switches.iter().cloned());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+    writeln!(out, "unix_us,track,kbit").map_err(|e| e.to_string())?;
+    let mut kbits = Vec::with_capacity(timeline.len());
+    for (at, track) in &timeline {
+        let k = kbit(track)?;
+        writeln!(out, "{at},{track},{k}").map_err(|e| e.to_string())?;
+        kbits.push((*at, k));
+    }
+    out.flush().map_err(|e| e.to_string())?;
+    let rendered = rows.iter().filter_map(|r| r.rendered_us);
+    let (from, to) = (rendered.clone().min(), rendered.max());
+    Ok(abr_summary(
+        &kbits,
+        from.unwrap_or(start_us),
+        to.unwrap_or(start_us),
+    ))
 }
 
 /// What the receiver output of a system with audio, in the sender's log format (`AvLog`).
@@ -633,10 +716,9 @@ pub fn sender(
     let log = Arc::new(Mutex::new(std::io::BufWriter::new(
         std::fs::File::create(out).map_err(|e| e.to_string())?,
     )));
-    let adaptive = system
-        .is_adaptive()
-        .then(|| Adaptive::attach(&pipeline, &log, out));
-    let adaptive = adaptive.transpose()?;
+    let live = (!system.live_taggers().is_empty())
+        .then(|| LiveEncoding::attach(&pipeline, system, &log, out));
+    let live = live.transpose()?;
     let av = system
         .has_audio()
         .then(|| AvLog::attach(&pipeline, &sender_file(out, "av")));
@@ -669,9 +751,9 @@ pub fn sender(
                 b.set_flags(gst::BufferFlags::DELTA_UNIT);
             }
         }
-        match &adaptive {
-            // Available when the decoded picture reaches the encoder (see `Adaptive`).
-            Some(adaptive) => adaptive.expect(pts, id as u64),
+        match &live {
+            // Available when the decoded picture reaches the encoders (see `LiveEncoding`).
+            Some(live) => live.expect(pts, id as u64),
             None => {
                 writeln!(log.lock().unwrap(), "{id},{}", unix_us()).map_err(|e| e.to_string())?
             }
@@ -690,8 +772,8 @@ pub fn sender(
         &[gst::MessageType::Eos, gst::MessageType::Error],
     );
     let _ = pipeline.set_state(gst::State::Null);
-    if let Some(adaptive) = adaptive {
-        adaptive.finish()?;
+    if let Some(live) = live {
+        live.finish()?;
     }
     if let Some(av) = av {
         av.0.lock().unwrap().flush().map_err(|e| e.to_string())?;
@@ -760,20 +842,29 @@ fn relative_key(pts: gst::ClockTime, first: gst::ClockTime) -> u64 {
 
 type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
 
-/// The instrumentation of an adaptive sender, whose encoder is in the loop: a frame is
-/// available when its decoded picture reaches the encoder (the encoder's own latency
-/// counts, the harness's decoding does not); the encoded AU is tagged with the frame id
-/// after the encoder and its size logged (`….sizes.csv`); the encoder target, moqsink's
-/// estimate and the encoder's bitrate are sampled every 100 ms (`….rate.csv`).
-struct Adaptive {
+/// The instrumentation of a sender whose encoders are in the loop (adaptive, renditions):
+/// a frame is available when its decoded picture reaches the encoders (the encoder's own
+/// latency counts, the harness's decoding does not); each encoded AU is tagged with the
+/// frame id after its encoder, and the first encoder's sizes logged (`….sizes.csv`); with
+/// rate control, the encoder target, moqsink's estimate and the encoder's bitrate are
+/// sampled every 100 ms (`….rate.csv`).
+struct LiveEncoding {
     ids: Arc<Mutex<HashMap<u64, u64>>>,
     sizes: SharedLog,
     sampler: Option<std::thread::JoinHandle<()>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl Adaptive {
-    fn attach(pipeline: &gst::Pipeline, log: &SharedLog, avail: &Path) -> Result<Adaptive, String> {
+/// Frame ids by PTS relative to the first, for one encoder's output.
+type EncodedIds = Arc<Mutex<HashMap<u64, u64>>>;
+
+impl LiveEncoding {
+    fn attach(
+        pipeline: &gst::Pipeline,
+        system: &System,
+        log: &SharedLog,
+        avail: &Path,
+    ) -> Result<LiveEncoding, String> {
         let create = |what| -> Result<SharedLog, String> {
             let file =
                 std::fs::File::create(sender_file(avail, what)).map_err(|e| e.to_string())?;
@@ -785,11 +876,12 @@ impl Adaptive {
             pipeline
                 .by_name(name)
                 .and_then(|e| e.static_pad("src"))
-                .ok_or(format!("adaptive sender: no {name}"))
+                .ok_or(format!("live-encoding sender: no {name}"))
         };
         // The encoder moves the timestamps (x264enc starts its output at 1000 h), so the
         // encoded AU is matched by its PTS relative to the first one on each side.
-        let encoded: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+        let taggers = system.live_taggers();
+        let encoded: Vec<EncodedIds> = taggers.iter().map(|_| EncodedIds::default()).collect();
         let (raw_ids, raw_log, raw_encoded) = (ids.clone(), log.clone(), encoded.clone());
         let raw_first = std::sync::OnceLock::new();
         pad("raw")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
@@ -799,60 +891,26 @@ impl Adaptive {
             if let Some(id) = raw_ids.lock().unwrap().remove(&pts.nseconds()) {
                 let first = *raw_first.get_or_init(|| pts);
                 let relative = relative_key(pts, first);
-                raw_encoded.lock().unwrap().insert(relative, id);
+                for ids in &raw_encoded {
+                    ids.lock().unwrap().insert(relative, id);
+                }
                 let _ = writeln!(raw_log.lock().unwrap(), "{id},{}", unix_us());
             }
             gst::PadProbeReturn::Ok
         });
-        let tag_sizes = sizes.clone();
-        let tag_first = std::sync::OnceLock::new();
-        pad("tagger")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
-            let Some(gst::PadProbeData::Buffer(buffer)) = &mut info.data else {
-                return gst::PadProbeReturn::Ok;
-            };
-            let id = buffer.pts().and_then(|pts| {
-                let first = *tag_first.get_or_init(|| pts);
-                let relative = relative_key(pts, first);
-                encoded.lock().unwrap().remove(&relative)
-            });
-            let (Some(id), Ok(map)) = (id, buffer.map_readable()) else {
-                return gst::PadProbeReturn::Ok;
-            };
-            let _ = writeln!(tag_sizes.lock().unwrap(), "{id},{}", map.len());
-            let mut tagged = gst::Buffer::from_mut_slice(reference::tag(&map, id));
-            drop(map);
-            if let Some(b) = tagged.get_mut() {
-                b.set_pts(buffer.pts());
-                b.set_dts(buffer.dts());
-                b.set_duration(buffer.duration());
-                b.set_flags(buffer.flags());
-            }
-            *buffer = tagged;
-            gst::PadProbeReturn::Ok
-        });
-        let rates = create("rate")?;
+        for (i, (tagger, encoded)) in taggers.iter().zip(encoded).enumerate() {
+            let tag_sizes = (i == 0).then(|| sizes.clone());
+            pad(tagger)?.add_probe(gst::PadProbeType::BUFFER, tag_probe(encoded, tag_sizes));
+        }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (sink, enc) = (
-            pipeline.by_name("sink").ok_or("adaptive sender: no sink")?,
-            pipeline.by_name("enc").ok_or("adaptive sender: no enc")?,
-        );
-        let halt = stop.clone();
-        let sampler = std::thread::spawn(move || {
-            let mut rates = rates.lock().unwrap();
-            let _ = writeln!(rates, "unix_us,target_bps,estimated_bps,encoder_kbit");
-            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
-                let target: u64 = sink.property("target-bitrate");
-                let estimated: u64 = sink.property("estimated-bitrate");
-                let encoder: u32 = enc.property("bitrate");
-                let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = rates.flush();
-        });
-        Ok(Adaptive {
+        let sampler = match system.is_adaptive() {
+            true => Some(sample_rates(pipeline, create("rate")?, stop.clone())?),
+            false => None,
+        };
+        Ok(LiveEncoding {
             ids,
             sizes,
-            sampler: Some(sampler),
+            sampler,
             stop,
         })
     }
@@ -873,4 +931,63 @@ impl Adaptive {
             .flush()
             .map_err(|e| e.to_string())
     }
+}
+
+/// A probe after an encoder that replaces each AU by the AU tagged with its frame id
+/// (found in `encoded`), logging its size to `sizes` if given.
+fn tag_probe(
+    encoded: EncodedIds,
+    sizes: Option<SharedLog>,
+) -> impl Fn(&gst::Pad, &mut gst::PadProbeInfo) -> gst::PadProbeReturn + Send + Sync + 'static {
+    let first = std::sync::OnceLock::new();
+    move |_, info| {
+        let Some(gst::PadProbeData::Buffer(buffer)) = &mut info.data else {
+            return gst::PadProbeReturn::Ok;
+        };
+        let id = buffer.pts().and_then(|pts| {
+            let first = *first.get_or_init(|| pts);
+            encoded.lock().unwrap().remove(&relative_key(pts, first))
+        });
+        let (Some(id), Ok(map)) = (id, buffer.map_readable()) else {
+            return gst::PadProbeReturn::Ok;
+        };
+        if let Some(sizes) = &sizes {
+            let _ = writeln!(sizes.lock().unwrap(), "{id},{}", map.len());
+        }
+        let mut tagged = gst::Buffer::from_mut_slice(reference::tag(&map, id));
+        drop(map);
+        if let Some(b) = tagged.get_mut() {
+            b.set_pts(buffer.pts());
+            b.set_dts(buffer.dts());
+            b.set_duration(buffer.duration());
+            b.set_flags(buffer.flags());
+        }
+        *buffer = tagged;
+        gst::PadProbeReturn::Ok
+    }
+}
+
+/// Samples the adaptive sender's encoder target, moqsink's estimate and the encoder's
+/// bitrate into `rates` every 100 ms until `stop`.
+fn sample_rates(
+    pipeline: &gst::Pipeline,
+    rates: SharedLog,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let (sink, enc) = (
+        pipeline.by_name("sink").ok_or("adaptive sender: no sink")?,
+        pipeline.by_name("enc").ok_or("adaptive sender: no enc")?,
+    );
+    Ok(std::thread::spawn(move || {
+        let mut rates = rates.lock().unwrap();
+        let _ = writeln!(rates, "unix_us,target_bps,estimated_bps,encoder_kbit");
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let target: u64 = sink.property("target-bitrate");
+            let estimated: u64 = sink.property("estimated-bitrate");
+            let encoder: u32 = enc.property("bitrate");
+            let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = rates.flush();
+    }))
 }

@@ -39,6 +39,32 @@ pub enum System {
     /// Ours in the default mode (skip-gops) with a live 64 kbit/s Opus track beside the
     /// reference video: audio gaps and A/V skew, and what audio costs the video.
     MoqAv,
+    /// Ours with renditions: the reference pictures encoded live at each bitrate of
+    /// [`ABR_LADDER_KBIT`] into moqsink's video pads as one alternate group; moqsrc chooses
+    /// among them by its path (`abr=auto`).
+    Abr,
+}
+
+/// The renditions of `moq-abr`, kbit/s, on `video_0`.. (catalog tracks `video`,
+/// `video-1`, ..), all at the reference's size.
+pub const ABR_LADDER_KBIT: [u32; 3] = [250, 600, 1200];
+
+/// The nominal bitrate (kbit/s) of a `moq-abr` rendition by its track name.
+pub fn abr_rendition_kbit(track: &str) -> Option<u32> {
+    let index = match track {
+        "video" => 0,
+        other => other.strip_prefix("video-")?.parse().ok()?,
+    };
+    ABR_LADDER_KBIT.get(index).copied()
+}
+
+/// A live encoder of the decoded reference pictures, tuned for latency as a live encoder
+/// is: no B frames, no lookahead, GoP 15 as the reference's.
+fn live_encoder(name: &str, kbit: u32) -> String {
+    format!(
+        "x264enc name={name} bitrate={kbit} tune=zerolatency key-int-max=15 speed-preset=veryfast \
+         option-string=scenecut=0"
+    )
 }
 
 /// The live audio beside the reference video in `moq-av`: 64 kbit/s Opus, 20 ms frames.
@@ -108,6 +134,7 @@ impl System {
         });
         all.extend(System::adaptive());
         all.push(System::MoqAv);
+        all.push(System::Abr);
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
         all.push(System::Rtp);
@@ -119,9 +146,22 @@ impl System {
         matches!(self, System::MoqAv)
     }
 
-    /// The encoder is in the loop: the sender re-encodes the reference pictures live.
+    /// The encoder is in the loop: the sender re-encodes the reference pictures live, its
+    /// bitrate set by moqsink.
     pub fn is_adaptive(&self) -> bool {
         matches!(self, System::Adaptive { .. })
+    }
+
+    /// The names of the sender's identities that tag live-encoded AUs, one per encoder;
+    /// none when the reference AUs are sent as they are.
+    pub fn live_taggers(&self) -> Vec<String> {
+        match self {
+            System::Adaptive { .. } => vec!["tagger".into()],
+            System::Abr => (0..ABR_LADDER_KBIT.len())
+                .map(|i| format!("tagger{i}"))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Compared on the loss × RTT grid (partial reliability).
@@ -166,6 +206,7 @@ impl System {
             } => "moq-adaptive".into(),
             System::Adaptive { congestion } => format!("moq-adaptive-{congestion}"),
             System::MoqAv => "moq-av".into(),
+            System::Abr => "moq-abr".into(),
         }
     }
 
@@ -223,19 +264,40 @@ impl System {
             ),
             // The reference is decoded, then encoded again live at the rate moqsink sets.
             // `raw` and `tagger` are where the sender logs availability and tags frames.
-            // A live encoder is tuned for latency: no B frames, no lookahead.
             System::Adaptive { congestion } => format!(
-                "h264parse ! avdec_h264 max-threads=1 ! identity name=raw \
-                 ! x264enc name=enc bitrate={ADAPTIVE_START_KBIT} tune=zerolatency key-int-max=15 \
-                 speed-preset=veryfast option-string=scenecut=0 ! h264parse ! identity name=tagger \
-                 ! moqsink name=sink listen={} delivery=skip-gops congestion-control={congestion} \
-                 rate-control=encoder target-start-bitrate={} target-min-bitrate={} target-max-bitrate={} \
-                 tls-cert-file={cert} tls-key-file={key} sync=false",
+                "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! {} ! h264parse \
+                 ! identity name=tagger ! moqsink name=sink listen={} delivery=skip-gops \
+                 congestion-control={congestion} rate-control=encoder target-start-bitrate={} \
+                 target-min-bitrate={} target-max-bitrate={} tls-cert-file={cert} tls-key-file={key} sync=false",
+                live_encoder("enc", ADAPTIVE_START_KBIT),
                 at.sender,
                 ADAPTIVE_START_KBIT * 1000,
                 ADAPTIVE_MIN_KBIT * 1000,
                 ADAPTIVE_MAX_KBIT * 1000,
             ),
+            // The decoded reference into one encoder per rendition, tagged after each.
+            System::Abr => {
+                let mut description = String::from(
+                    "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! tee name=t ",
+                );
+                let mut pads = String::new();
+                for (i, kbit) in ABR_LADDER_KBIT.iter().enumerate() {
+                    description.push_str(&format!(
+                        "t. ! queue ! {} ! h264parse ! identity name=tagger{i} ! sink.video_{i} ",
+                        live_encoder(&format!("enc{i}"), *kbit)
+                    ));
+                    pads.push_str(&format!(
+                        "video_{i}::alt-group=1 video_{i}::bitrate={} ",
+                        kbit * 1000
+                    ));
+                }
+                description.push_str(&format!(
+                    "moqsink name=sink listen={} delivery=skip-gops {pads}\
+                     tls-cert-file={cert} tls-key-file={key} sync=false",
+                    at.sender
+                ));
+                description
+            }
         }
     }
 
@@ -250,6 +312,12 @@ impl System {
             ),
             System::Adaptive { .. } => format!(
                 "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true timeout=20",
+                at.receiver, at.fingerprint
+            ),
+            // `src` is where the run reads the rendition playing.
+            System::Abr => format!(
+                "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
+                 skip-forward=true timeout=20 abr=auto",
                 at.receiver, at.fingerprint
             ),
             // The audio branch is `adec` (where the run records audio), the video follows.
@@ -280,6 +348,14 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abr_renditions_are_known_by_their_track_names() {
+        assert_eq!(abr_rendition_kbit("video"), Some(ABR_LADDER_KBIT[0]));
+        assert_eq!(abr_rendition_kbit("video-2"), Some(ABR_LADDER_KBIT[2]));
+        assert_eq!(abr_rendition_kbit("video-3"), None);
+        assert_eq!(abr_rendition_kbit("audio"), None);
+    }
 
     #[test]
     fn names_are_unique_and_round_trip() {

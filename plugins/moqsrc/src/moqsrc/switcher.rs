@@ -16,6 +16,10 @@
 //! urgent and takes that chance, but going up waits for the playing rendition's next
 //! keyframe: the groups start together, so the new rendition's current group has only
 //! just begun and flows at its encoder's pace until the cut one group later.
+//!
+//! The rendition switched to is subscribed one priority step below the one playing (a
+//! higher number): a sender whose congestion window cannot carry both at once, as after
+//! losses, sends what plays first, and the new rendition waits instead of the picture.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -41,6 +45,8 @@ const GROUP_START_WAIT_US: u64 = 5_000_000;
 /// A switch under way.
 struct Switch {
     target: Target,
+    /// Its subscription's priority.
+    priority: u8,
     subscribing: Option<JoinHandle<Result<Subscription, String>>>,
     subscription: Option<Subscription>,
     splice: Splice,
@@ -79,6 +85,8 @@ pub struct Switcher {
     /// The last frame forwarded, as the pad numbers it.
     last: Option<FrameHeader>,
     switch: Option<Switch>,
+    /// The priority the playing rendition was subscribed with.
+    priority: u8,
     /// A switch up waiting for the playing rendition's next keyframe, since when.
     pending: Option<(Target, u64)>,
     quiet_until: u64,
@@ -105,6 +113,7 @@ impl Switcher {
             renumber: Renumber::default(),
             last: None,
             switch: None,
+            priority: BASE_PRIORITY,
             pending: None,
             quiet_until: 0,
             outgoing: Outgoing::default(),
@@ -299,11 +308,14 @@ impl Switcher {
             return;
         };
         let (config, session) = (self.config.clone(), self.session.clone());
-        let subscribing = tokio::spawn(async move {
-            receiver::subscribe(&config, &session, &name, BASE_PRIORITY).await
-        });
+        let priority = self.priority.saturating_add(1);
+        let subscribing =
+            tokio::spawn(
+                async move { receiver::subscribe(&config, &session, &name, priority).await },
+            );
         self.switch = Some(Switch {
             target,
+            priority,
             subscribing: Some(subscribing),
             subscription: None,
             splice: Splice::new(self.last),
@@ -357,6 +369,7 @@ impl Switcher {
         let now = self.now_us();
         self.renditions.switched(switch.target.to, now);
         self.renumber = renumber;
+        self.priority = switch.priority;
         let to = self.renditions.playing().clone();
         let mut first = true;
         for mut item in switch.held {

@@ -1072,9 +1072,10 @@ fn a_viewer_follows_the_link_rate_down_and_back_up_without_stalling() {
             .any(|(at, w)| *at >= start + Duration::from_secs(50) && *w > low),
         "back up once the link is at 1200 kbit/s again: {sizes:?}"
     );
-    // Going up, moq-relay sends the new rendition's current group at once (it serves a
-    // new subscription from the group start), and that burst fills the link's queue for
-    // a moment: gaps up to ~0.5 s were measured there. Anything longer is a stall.
+    // Going up after the 400 kbit/s stretch, output gaps from 62 to 692 ms were measured
+    // around the switch. Going up subscribes at the playing rendition's group start, so
+    // it is not moq-relay's burst of a current group; what makes the long ones is not
+    // known yet. Anything over 750 ms is a stall.
     for (at, width, stall) in &stalls {
         assert!(
             *stall <= Duration::from_millis(750),

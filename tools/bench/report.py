@@ -177,14 +177,7 @@ def plot_adaptation(profile, rates, path):
     for system, rows in sorted(rates.items()):
         line = ax.plot([r[0] for r in rows], [r[1] for r in rows], label=f"{system} encoder target")[0]
         ax.plot([r[0] for r in rows], [r[2] for r in rows], ":", color=line.get_color(), label=f"{system} estimate")
-    ax.set_xlabel("time since the link's trace started (s)")
-    ax.set_ylabel("kbit/s")
-    ax.set_title(f"{profile}: encoder target and path estimate against the link rate")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_rate_plot(fig, ax, f"{profile}: encoder target and path estimate against the link rate", path)
 
 
 def convergence(rows, steps, headroom=0.85, ceiling=1200.0):
@@ -229,6 +222,18 @@ def load_renditions(path):
         return [(int(r["unix_us"]) / 1e6, int(r["kbit"])) for r in csv.DictReader(f)]
 
 
+def save_rate_plot(fig, ax, title, path):
+    """Labels a plot of kbit/s against the link trace's time and writes it to `path`."""
+    ax.set_xlabel("time since the link's trace started (s)")
+    ax.set_ylabel("kbit/s")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def link_line(profile, ax):
     """The profile's rate steps, drawn on `ax`."""
     xs, ys = [], []
@@ -255,14 +260,8 @@ def abr_section(out, summaries, profile, plots):
         xs += [max(t, 0.0), until]
         ys += [kbit, kbit]
     ax.plot(xs, ys, color="tab:red", label="moq-abr rendition played")
-    ax.set_xlabel("time since the link's trace started (s)")
-    ax.set_ylabel("kbit/s")
-    ax.set_title(f"{profile}: the rendition moq-abr's viewer played against the link rate")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plots, f"abr_{profile}.png"), dpi=90)
-    plt.close(fig)
+    title = f"{profile}: the rendition moq-abr's viewer played against the link rate"
+    save_rate_plot(fig, ax, title, os.path.join(plots, f"abr_{profile}.png"))
     a = s["abr"]
     switches = ", ".join(f"{t:.1f} s → {kbit}" for (t, kbit) in timeline[1:]) or "none"
     return [

@@ -91,6 +91,8 @@ pub struct Seen {
     damaged: HashSet<u64>,
     /// Each frame's size as it reached the decoder, without its tag.
     sizes: HashMap<u64, usize>,
+    /// Each frame's kind as it reached the decoder (in-process receivers).
+    kinds: HashMap<u64, h264::FrameKind>,
     /// Systems with renditions (in-process receivers): the rendition played first, and
     /// each switch (unix µs, rendition switched to).
     first_rendition: Option<String>,
@@ -304,6 +306,9 @@ fn receiver_pipeline(
                 seen.sizes
                     .entry(id)
                     .or_insert(map.len().saturating_sub(reference::TAG_BYTES));
+                if let Ok(au) = h264::classify(&map, h264::StreamFormat::ByteStream) {
+                    seen.kinds.entry(id).or_insert(au.kind);
+                }
                 if !tag.intact {
                     seen.damaged.insert(id);
                 }
@@ -461,6 +466,10 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // renditions, a frame received has the size of the rendition it came in.
     let sizes = read_sizes(&sender_file(&avail_path, "sizes"))?;
     let received_sizes = spec.system == &System::Abr;
+    // A live encoder's frames are not the reference's kinds: which pictures reference
+    // which (for `intact`) is what arrived. A frame that never did counts as referenced,
+    // as every frame of these encoders (no B frames) is.
+    let live = !spec.system.live_taggers().is_empty();
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
         .map(|mut row| {
@@ -472,6 +481,10 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             }
             if received_sizes && let Some(size) = seen.sizes.get(&row.id) {
                 row.size = *size;
+            }
+            if live {
+                let kind = seen.kinds.get(&row.id).copied();
+                row.kind = reference::kind_name(kind.unwrap_or(h264::FrameKind::Reference));
             }
             row
         })

@@ -33,12 +33,13 @@ fn renditions_pipeline(port: u16) -> String {
     )
 }
 
-/// The two renditions into a listening moqsink on a free port, not yet playing: (port,
-/// pipeline, moqsink).
-fn launch_renditions() -> (u16, gst::Pipeline, gst::Element) {
+/// The two renditions into a listening moqsink on a free port, with `sink_properties`
+/// added to moqsink's, not yet playing: (port, pipeline, moqsink).
+fn launch_renditions(sink_properties: &str) -> (u16, gst::Pipeline, gst::Element) {
     init();
     let port = free_udp_port();
-    let pipeline = gst::parse::launch(&renditions_pipeline(port))
+    let description = format!("{} {sink_properties}", renditions_pipeline(port));
+    let pipeline = gst::parse::launch(&description)
         .expect("pipeline")
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
@@ -91,7 +92,7 @@ fn publish(
     seconds: u64,
     inspect: impl FnOnce(u16, &gst::Element),
 ) -> [Vec<i64>; 2] {
-    let (port, pipeline, sink) = launch_renditions();
+    let (port, pipeline, sink) = launch_renditions("");
     for (pad, kbit) in [("video_0", 250_000u64), ("video_1", 600_000)] {
         let pad = sink.static_pad(pad).expect("requested pad");
         pad.set_property("alt-group", alt_group);
@@ -125,11 +126,14 @@ fn renditions_in_an_alternate_group_start_their_groups_together() {
     );
 }
 
-/// The catalog document moqsink serves on 127.0.0.1:`port`.
-fn fetch_catalog(port: u16, fingerprint: &str) -> Catalog {
+/// The catalog document the listening moqsink `sink` serves on 127.0.0.1:`port`.
+fn fetch_catalog(port: u16, sink: &gst::Element) -> Catalog {
+    let fingerprint: String = sink
+        .property::<Option<String>>("certificate-fingerprint")
+        .expect("a fingerprint");
     runtime().block_on(async {
         let url = MoqUrl::parse(&format!("moqt://127.0.0.1:{port}/live")).expect("url");
-        let trust = Trust::Fingerprint(tls::parse_fingerprint(fingerprint).expect("fingerprint"));
+        let trust = Trust::Fingerprint(tls::parse_fingerprint(&fingerprint).expect("fingerprint"));
         let session = tokio::time::timeout(
             WAIT,
             moq_session::connect(&url, &trust, SessionConfig::default()),
@@ -172,10 +176,7 @@ fn video_alternates(catalog: &Catalog) -> Vec<(&str, Option<u64>, Option<u32>)> 
 #[test]
 fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
     publish(3, 2, |port, sink| {
-        let fingerprint: String = sink
-            .property::<Option<String>>("certificate-fingerprint")
-            .expect("a fingerprint");
-        let catalog = fetch_catalog(port, &fingerprint);
+        let catalog = fetch_catalog(port, sink);
         assert_eq!(
             video_alternates(&catalog),
             [
@@ -188,24 +189,13 @@ fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
 
 #[test]
 fn a_launch_line_declares_renditions_through_the_pads_properties() {
-    init();
-    let port = free_udp_port();
     // gst-launch syntax: the pads do not exist yet when the properties are parsed.
-    let description = format!(
-        "{} video_0::alt-group=2 video_0::bitrate=250000 video_1::alt-group=2 video_1::bitrate=600000",
-        renditions_pipeline(port)
+    let (port, pipeline, sink) = launch_renditions(
+        "video_0::alt-group=2 video_0::bitrate=250000 video_1::alt-group=2 video_1::bitrate=600000",
     );
-    let pipeline = gst::parse::launch(&description)
-        .expect("pipeline")
-        .downcast::<gst::Pipeline>()
-        .expect("a pipeline");
-    let sink = pipeline.by_name("m").expect("moqsink");
     pipeline.set_state(gst::State::Playing).expect("plays");
     std::thread::sleep(Duration::from_secs(2));
-    let fingerprint: String = sink
-        .property::<Option<String>>("certificate-fingerprint")
-        .expect("a fingerprint");
-    let catalog = fetch_catalog(port, &fingerprint);
+    let catalog = fetch_catalog(port, &sink);
     pipeline.set_state(gst::State::Null).unwrap();
     assert_eq!(
         video_alternates(&catalog),
@@ -218,7 +208,7 @@ fn a_launch_line_declares_renditions_through_the_pads_properties() {
 
 #[test]
 fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
-    let (_, pipeline, sink) = launch_renditions();
+    let (_, pipeline, sink) = launch_renditions("");
     sink.static_pad("video_1")
         .expect("requested pad")
         .set_property("alt-group", 1u32);

@@ -172,14 +172,18 @@ impl Renditions {
         })
     }
 
+    /// Switching to `to` goes to a higher bitrate than the rendition playing.
+    pub fn goes_up(&self, to: usize) -> bool {
+        self.get(to)
+            .is_some_and(|r| r.bitrate > self.playing().bitrate)
+    }
+
     /// The switch to `to` is done at `now_us`.
     pub fn switched(&mut self, to: usize, now_us: u64) {
-        let from = self.playing().bitrate;
+        let up = self.goes_up(to);
         self.playing = to.min(self.list.len() - 1);
         self.stay();
-        if self.playing().bitrate > from
-            && let Some(abr) = &mut self.abr
-        {
+        if up && let Some(abr) = &mut self.abr {
             abr.settle(now_us);
         }
     }

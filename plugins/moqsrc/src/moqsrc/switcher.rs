@@ -291,11 +291,7 @@ impl Switcher {
         let Some(target) = self.renditions.poll(now) else {
             return;
         };
-        let up = self
-            .renditions
-            .get(target.to)
-            .is_some_and(|r| r.bitrate > self.renditions.playing().bitrate);
-        match up {
+        match self.renditions.goes_up(target.to) {
             true => self.pending = Some((target, now)),
             false => self.begin(target),
         }

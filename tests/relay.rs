@@ -1073,23 +1073,25 @@ fn a_viewer_follows_the_link_rate_down_and_back_up() {
     let down = sizes
         .iter()
         .position(|(at, w)| *at >= start + Duration::from_secs(25) && *w == low)
-        .expect("down to the lowest while the link is at 400 kbit/s");
+        .filter(|&i| sizes[i].0 < start + Duration::from_secs(50))
+        .unwrap_or_else(|| panic!("down to the lowest while the link is at 400 kbit/s: {sizes:?}"));
     assert!(
         sizes[down..]
             .iter()
             .any(|(at, w)| *at >= start + Duration::from_secs(50) && *w > low),
         "back up once the link is at 1200 kbit/s again: {sizes:?}"
     );
-    // Not yet without a stall: going up after the 400 kbit/s stretch, the output has
-    // stopped for up to 1.1 s in some runs. Going up subscribes at the playing
-    // rendition's group start, so it is not moq-relay's burst of a current group. Traced
-    // frame by frame, the new keyframe came 643 ms after it was available, then nothing
-    // for 1.1 s, then 25 frames of its group at once: a stream blocked behind a lost
-    // packet until it was sent again (the first up-switch of the same run: 42 ms). The
-    // bound catches a switch that freezes the picture for longer.
+    // Going up after the 400 kbit/s stretch once froze the picture for 1.1 s: subscribed
+    // as the playing rendition's keyframe arrived, the new rendition's group had not begun
+    // yet (its encoder's keyframe follows a frame later), so the publisher and the relay
+    // served the whole previous one, 168 kB in 100 ms into a 150 kB queue. Going down once
+    // never finished while the link was narrow: the lower rendition, subscribed less
+    // important than the one playing, starved behind it. Now, over 8 runs, the longest
+    // gap at a switch was 120-145 ms going down and 153-221 ms going up; the bound is
+    // generous.
     for (at, width, stall) in &stalls {
         assert!(
-            *stall <= Duration::from_secs(2),
+            *stall <= Duration::from_secs(1),
             "a {stall:?} stall at the switch to width {width} at {at:.1} s"
         );
     }

@@ -13,13 +13,20 @@
 //! subscribed mid-group, the rendition switched to arrives as seconds of frames in one
 //! burst, which fills a narrow link's queue and delays the old rendition still playing;
 //! and the splice cannot use them, they are older than what was played. Going down is
-//! urgent and takes that chance, but going up waits for the playing rendition's next
-//! keyframe: the groups start together, so the new rendition's current group has only
-//! just begun and flows at its encoder's pace until the cut one group later.
+//! urgent and takes that chance, but going up subscribes [`JOIN_AFTER_KEY_US`] after the
+//! playing rendition's next keyframe arrived. The other renditions' groups start a frame
+//! or more after it (moqsink asks their encoders for a keyframe when it sees the first),
+//! so subscribed at once, the publisher's current group of the new rendition is often
+//! still the previous one: a whole group in one burst, which through a narrow link froze
+//! both renditions for a second. A little later, its current group has only just begun;
+//! the splice cannot use that one (it starts before what has played by then) and cuts at
+//! the next, which flows at its encoder's pace.
 //!
-//! The rendition switched to is subscribed one priority step below the one playing (a
-//! higher number): a sender whose congestion window cannot carry both at once, as after
-//! losses, sends what plays first, and the new rendition waits instead of the picture.
+//! Going up, the rendition switched to is subscribed one priority step below the one
+//! playing (a higher number): a sender whose congestion window cannot carry both at once,
+//! as after losses, sends what plays first, and the new rendition waits instead of the
+//! picture. Going down, one step above: the path cannot carry the rendition playing, and
+//! were it sent first, the way out would starve behind it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -41,6 +48,18 @@ const OLD_WAIT: Duration = Duration::from_millis(60);
 /// Longest a switch up waits for the playing rendition's next keyframe before it
 /// subscribes anyway.
 const GROUP_START_WAIT_US: u64 = 5_000_000;
+/// How long after the playing rendition's keyframe arrived a switch up subscribes: time
+/// for the other renditions' encoders to start their groups too.
+const JOIN_AFTER_KEY_US: u64 = 200_000;
+
+/// A switch up waiting to subscribe.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    target: Target,
+    since: u64,
+    /// When the playing rendition's next keyframe arrived.
+    key_at: Option<u64>,
+}
 
 /// A switch under way.
 struct Switch {
@@ -87,8 +106,7 @@ pub struct Switcher {
     switch: Option<Switch>,
     /// The priority the playing rendition was subscribed with.
     priority: u8,
-    /// A switch up waiting for the playing rendition's next keyframe, since when.
-    pending: Option<(Target, u64)>,
+    pending: Option<Pending>,
     quiet_until: u64,
     outgoing: Outgoing,
 }
@@ -178,8 +196,9 @@ impl Switcher {
             }
             _ => self.send(item),
         }
-        if keyframe && let Some((target, _)) = self.pending.take() {
-            self.begin(target);
+        let now = self.now_us();
+        if keyframe && let Some(pending) = &mut self.pending {
+            pending.key_at.get_or_insert(now);
         }
     }
 
@@ -281,10 +300,14 @@ impl Switcher {
             None if now < self.quiet_until => return,
             None => {}
         }
-        if let Some((target, since)) = self.pending {
-            if now.saturating_sub(since) >= GROUP_START_WAIT_US {
+        if let Some(pending) = self.pending {
+            let due = match pending.key_at {
+                Some(at) => now.saturating_sub(at) >= JOIN_AFTER_KEY_US,
+                None => now.saturating_sub(pending.since) >= GROUP_START_WAIT_US,
+            };
+            if due {
                 self.pending = None;
-                self.begin(target);
+                self.begin(pending.target);
             }
             return;
         }
@@ -292,7 +315,13 @@ impl Switcher {
             return;
         };
         match self.renditions.goes_up(target.to) {
-            true => self.pending = Some((target, now)),
+            true => {
+                self.pending = Some(Pending {
+                    target,
+                    since: now,
+                    key_at: None,
+                })
+            }
             false => self.begin(target),
         }
     }
@@ -304,7 +333,10 @@ impl Switcher {
             return;
         };
         let (config, session) = (self.config.clone(), self.session.clone());
-        let priority = self.priority.saturating_add(1);
+        let priority = match self.renditions.goes_up(target.to) {
+            true => self.priority.saturating_add(1),
+            false => self.priority.saturating_sub(1),
+        };
         let subscribing =
             tokio::spawn(
                 async move { receiver::subscribe(&config, &session, &name, priority).await },

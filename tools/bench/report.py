@@ -802,7 +802,9 @@ def main():
         "`moq-skip-gops` and `moq-combined` (`skip-forward=true`); moqsrc `latency=100`; moqsink "
         "`max-backlog=600000`, a budget that never binds here, so every mode behaves as in the thesis (the "
         "default 3 s budget would cap the in-order modes' latency by dropping whole GoPs). "
-        "`srt-125ms` / `srt-500ms`: `mpegtsmux alignment=7 ! srtsink` → `srtsrc ! tsdemux` at that SRT latency. "
+        "`srt-125ms` / `srt-500ms`: `mpegtsmux alignment=7 ! srtsink latency=125|500` → `srtsrc latency=0 ! "
+        "tsdemux latency=0 ignore-pcr=true` (SRT then holds packets for the sender's latency only, and tsdemux "
+        "adds no PCR offset; its pads are relinked when it announces the program again). "
         "`rtp-udp`: `rtph264pay` → `rtpjitterbuffer latency=100`. On the loss × RTT grid: baseline, "
         "baseline with `delivery-timeout=500` (partial reliability) and SRT."
     )

@@ -276,13 +276,46 @@ pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), 
     seen.write(report, cpu_seconds(libc::RUSAGE_SELF))
 }
 
+/// Links tsdemux's video pad to the parser, and its replacement when tsdemux announces the
+/// program again (after losses it does): the end of the pad replaced is not the end of the
+/// stream.
+fn follow_demuxer_pads(pipeline: &gst::Pipeline) -> Result<(), String> {
+    let demux = pipeline.by_name("demux").ok_or("no tsdemux named demux")?;
+    let parse = pipeline
+        .by_name("parse")
+        .and_then(|p| p.static_pad("sink"))
+        .ok_or("no parser")?;
+    demux.connect_pad_added(move |_, pad| {
+        if !pad.name().starts_with("video") {
+            return;
+        }
+        if let Some(old) = parse.peer() {
+            let _ = old.unlink(&parse);
+        }
+        pad.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, |_, info| {
+            match info.event().map(|e| e.type_()) {
+                Some(gst::EventType::Eos) => gst::PadProbeReturn::Drop,
+                _ => gst::PadProbeReturn::Ok,
+            }
+        });
+        if let Err(e) = pad.link(&parse) {
+            eprintln!("receiver: linking {} failed: {e:?}", pad.name());
+        }
+    });
+    Ok(())
+}
+
 fn receiver_pipeline(
     system: &System,
     at: &Endpoints,
     seen: &Arc<Mutex<Seen>>,
 ) -> Result<gst::Pipeline, String> {
+    let link = match system.demuxes_ts() {
+        true => " ",
+        false => " ! ",
+    };
     let description = format!(
-        "{} ! h264parse ! video/x-h264,stream-format=byte-stream,alignment=au ! identity name=probe \
+        "{}{link}h264parse name=parse ! video/x-h264,stream-format=byte-stream,alignment=au ! identity name=probe \
          ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
         system.receiver(at)
     );
@@ -290,6 +323,9 @@ fn receiver_pipeline(
         .map_err(|e| format!("receiver pipeline {description:?}: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "not a pipeline")?;
+    if system.demuxes_ts() {
+        follow_demuxer_pads(&pipeline)?;
+    }
     let probe_seen = seen.clone();
     pipeline
         .by_name("probe")

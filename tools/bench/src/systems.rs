@@ -141,6 +141,12 @@ impl System {
         all
     }
 
+    /// The receiver's pipeline ends in `tsdemux name=demux`, whose pads the run links
+    /// itself: tsdemux replaces them when a program is announced again.
+    pub fn demuxes_ts(&self) -> bool {
+        matches!(self, System::Srt { .. })
+    }
+
     /// The system carries audio beside the video (its receiver decodes both).
     pub fn has_audio(&self) -> bool {
         matches!(self, System::MoqAv)
@@ -302,8 +308,9 @@ impl System {
     }
 
     /// The receiver's pipeline up to H.264 AUs in byte-stream (the caller appends the
-    /// probe point, decoder and sink). tsdemux would add 700 ms of its own by default;
-    /// SRT's latency already covers retransmission, so it gets none.
+    /// probe point, decoder and sink, linked to tsdemux by the caller where
+    /// [`System::demuxes_ts`]). tsdemux would add 700 ms of its own by default; SRT's
+    /// latency already covers retransmission, so it gets none.
     pub fn receiver(&self, at: &Endpoints) -> String {
         match self {
             System::Moq { skip_forward, .. } => format!(
@@ -326,8 +333,11 @@ impl System {
                  skip-forward=true timeout=20 s. ! opusdec name=adec ! fakesink sync=true s.",
                 at.receiver, at.fingerprint
             ),
-            System::Srt { latency_ms } => format!(
-                "srtsrc uri=srt://{}?mode=caller latency={latency_ms} ! tsdemux latency=0",
+            // srtsrc's own latency adds to the one negotiated with the sender (transit is
+            // both plus a frame): at 0, SRT holds packets for the sender's latency only.
+            // tsdemux would hold them 125 ms more for the muxer's PCR offset.
+            System::Srt { .. } => format!(
+                "srtsrc uri=srt://{}?mode=caller latency=0 ! tsdemux name=demux latency=0 ignore-pcr=true",
                 at.receiver
             ),
             System::Rtp => format!(

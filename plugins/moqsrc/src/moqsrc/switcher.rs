@@ -56,6 +56,7 @@ const JOIN_AFTER_KEY_US: u64 = 200_000;
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     target: Target,
+    /// When the switch was decided.
     since: u64,
     /// When the playing rendition's next keyframe arrived.
     key_at: Option<u64>,
@@ -196,9 +197,11 @@ impl Switcher {
             }
             _ => self.send(item),
         }
-        let now = self.now_us();
-        if keyframe && let Some(pending) = &mut self.pending {
-            pending.key_at.get_or_insert(now);
+        if keyframe {
+            let now = self.now_us();
+            if let Some(pending) = &mut self.pending {
+                pending.key_at.get_or_insert(now);
+            }
         }
     }
 

@@ -41,6 +41,62 @@ fn the_hang_format_plays_every_frame_on_our_moqsrc() {
     assert!(latency.as_secs() < 2, "latency {latency:?}");
 }
 
+/// The three stages of a frame's delay are each visible: moqsink's `object-handoff` says
+/// when QUIC took it, moqsrc's `timestamp/x-moq-received` meta when it arrived whole, and
+/// the buffer leaves moqsrc after that; in that order, after the frame was available.
+#[test]
+fn a_frames_delay_splits_into_handoff_flight_and_reorder_stages() {
+    let sender = Sender::start("signal-object-handoffs=true");
+    let handoffs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = handoffs.clone();
+    sender.sink.connect("object-handoff", false, move |values| {
+        let track = values[1].get::<String>().unwrap();
+        let times = (
+            values[4].get::<u64>().unwrap(),
+            values[5].get::<u64>().unwrap(),
+        );
+        record.lock().unwrap().push((track, times));
+        None
+    });
+    let receiver = Receiver::start(&format!(
+        "url={} tls-fingerprint={}",
+        sender.url(),
+        sender.fingerprint()
+    ));
+    receiver
+        .wait_frames(48, WAIT)
+        .expect("two seconds of frames");
+    let handoffs = handoffs.lock().unwrap().clone();
+    let video: Vec<(u64, u64)> = handoffs
+        .iter()
+        .filter(|(track, _)| track == "video")
+        .map(|(_, times)| *times)
+        .collect();
+    assert!(video.len() >= 48, "{} video hand-offs", video.len());
+    assert!(handoffs.iter().any(|(track, _)| track == "catalog"));
+    let us = |t: gst::ClockTime| t.useconds();
+    let mut matched = 0;
+    for frame in receiver.frames() {
+        let availability = us(frame.availability.expect("availability meta"));
+        let received = us(frame.received.expect("received meta"));
+        let output = frame.output_unix.as_micros() as u64;
+        assert!(availability <= received && received <= output, "{frame:?}");
+        // Its hand-off: the one written when the frame became available (same clock,
+        // frames 41 ms apart).
+        if let Some(&(written, taken)) = video
+            .iter()
+            .find(|(written, _)| written.abs_diff(availability) < 5_000)
+        {
+            assert!(
+                written <= taken && taken <= received,
+                "{frame:?} {written} {taken}"
+            );
+            matched += 1;
+        }
+    }
+    assert!(matched >= 48, "{matched} frames matched to their hand-off");
+}
+
 #[test]
 fn two_subscribers_both_decode_everything() {
     let sender = Sender::start("");

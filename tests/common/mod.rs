@@ -396,6 +396,8 @@ pub struct ReceivedFrame {
     pub discont: bool,
     /// Availability time at the sender, from the `timestamp/x-unix` reference meta.
     pub availability: Option<gst::ClockTime>,
+    /// When moqsrc had the object whole, from the `timestamp/x-moq-received` meta.
+    pub received: Option<gst::ClockTime>,
     /// When moqsrc output it (Unix time).
     pub output_unix: Duration,
 }
@@ -446,6 +448,7 @@ impl Receiver {
         let frames = Arc::new(Mutex::new(Vec::new()));
         let record = frames.clone();
         let unix = gst::Caps::new_empty_simple("timestamp/x-unix");
+        let received_caps = gst::Caps::new_empty_simple("timestamp/x-moq-received");
         pipeline
             .by_name("parse")
             .expect("parser exists")
@@ -453,10 +456,13 @@ impl Receiver {
             .expect("parser sink pad")
             .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
                 if let Some(buffer) = info.buffer() {
-                    let availability = buffer
-                        .iter_meta::<gst::ReferenceTimestampMeta>()
-                        .find(|m| m.reference().can_intersect(&unix))
-                        .map(|m| m.timestamp());
+                    let meta = |caps: &gst::Caps| {
+                        buffer
+                            .iter_meta::<gst::ReferenceTimestampMeta>()
+                            .find(|m| m.reference().can_intersect(caps))
+                            .map(|m| m.timestamp())
+                    };
+                    let (availability, received) = (meta(&unix), meta(&received_caps));
                     record.lock().unwrap().push(ReceivedFrame {
                         decode_index: buffer.offset(),
                         pts: buffer.pts().expect("moqsrc sets PTS"),
@@ -464,6 +470,7 @@ impl Receiver {
                         key: !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT),
                         discont: buffer.flags().contains(gst::BufferFlags::DISCONT),
                         availability,
+                        received,
                         output_unix: unix_now(),
                     });
                 }

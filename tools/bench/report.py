@@ -44,6 +44,9 @@ def load_frames(path):
                     "rendered": int(r["rendered_us"]) / 1e6 if r["rendered_us"] else None,
                     # Rendered from exactly the bytes sent (older runs did not check: rendered).
                     "intact": r["intact"] == "1" if "intact" in r else bool(r["rendered_us"]),
+                    # Our modes: when QUIC took the frame at the sender, when moqsrc had it whole.
+                    "handed_off": int(r["handed_off_us"]) / 1e6 if r.get("handed_off_us") else None,
+                    "received": int(r["received_us"]) / 1e6 if r.get("received_us") else None,
                 }
             )
     return rows
@@ -54,39 +57,52 @@ def runs(out):
     found = {}
     frames = os.path.join(out, "frames")
     for name in sorted(os.listdir(frames)):
-        if not name.endswith(".csv") or name.endswith(
-            (".sender.csv", ".receiver.csv", ".sizes.csv", ".rate.csv", ".av.csv", ".av-received.csv",
-             ".renditions.csv")
-        ):
+        # Per-frame files are SYSTEM__PROFILE__REP.csv; the other logs of a run add a suffix.
+        parts = name[:-4].split("__") if name.endswith(".csv") else []
+        if len(parts) != 3 or not parts[2].isdigit():
             continue
-        system, profile, rep = name[:-4].split("__")
+        system, profile, rep = parts
         found[(system, profile, int(rep))] = load_frames(os.path.join(frames, name))
     return found
 
 
+def system_colors(by_system):
+    """One colour per system, the same in every plot of a profile."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {system: cycle[i % len(cycle)] for i, system in enumerate(sorted(by_system))}
+
+
 def plot_latency(profile, by_system, path):
+    """`by_system`: system -> [rows of each repetition]; every repetition drawn, keyframes of
+    the first marked."""
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    for system, rows in sorted(by_system.items()):
-        t0 = rows[0]["available"]
-        shown = [r for r in rows if r["rendered"] is not None]
-        line = ax.plot(
-            [r["available"] - t0 for r in shown],
-            [r["rendered"] - r["available"] for r in shown],
-            ".",
-            markersize=2,
-            label=system,
-        )[0]
-        keys = [r for r in shown if r["kind"] == "key"]
+    colors = system_colors(by_system)
+    for system, reps in sorted(by_system.items()):
+        for i, rows in enumerate(reps):
+            t0 = rows[0]["available"]
+            shown = [r for r in rows if r["rendered"] is not None]
+            ax.plot(
+                [r["available"] - t0 for r in shown],
+                [r["rendered"] - r["available"] for r in shown],
+                ".",
+                markersize=2 if i == 0 else 1,
+                alpha=1.0 if i == 0 else 0.4,
+                color=colors[system],
+                label=system if i == 0 else None,
+            )
+        keys = [r for r in reps[0] if r["rendered"] is not None and r["kind"] == "key"]
+        t0 = reps[0][0]["available"]
         ax.plot(
             [r["available"] - t0 for r in keys],
             [r["rendered"] - r["available"] for r in keys],
             "^",
             markersize=4,
-            color=line.get_color(),
+            color=colors[system],
         )
     ax.set_xlabel("capture time (s)")
     ax.set_ylabel("latency (s)")
-    ax.set_title(f"{profile}: latency per rendered frame (triangles: keyframes)")
+    reps = max(len(r) for r in by_system.values())
+    ax.set_title(f"{profile}: latency per rendered frame, {reps} repetition(s) (triangles: keyframes of the first)")
     ax.grid(alpha=0.3)
     ax.legend(markerscale=4, fontsize=8)
     fig.tight_layout()
@@ -94,20 +110,32 @@ def plot_latency(profile, by_system, path):
     plt.close(fig)
 
 
+def received_kbit(rows, span):
+    """kbit/s received per second since the first frame was available, per frame kind."""
+    t0 = rows[0]["available"]
+    per_kind = {k: [0.0] * span for k in KINDS}
+    for r in rows:
+        if r["arrived"] is not None:
+            second = int(r["arrived"] - t0)
+            if 0 <= second < span:
+                per_kind[r["kind"]][second] += r["size"] * 8 / 1000
+    return per_kind
+
+
 def plot_bitrate(profile, by_system, path):
+    """The first repetition by frame kind; the total of the others as thin lines."""
     systems = sorted(by_system)
     fig, axes = plt.subplots(len(systems), 1, figsize=(10, 1.8 * len(systems) + 0.8), sharex=True, squeeze=False)
     for ax, system in zip(axes[:, 0], systems):
-        rows = by_system[system]
-        t0 = rows[0]["available"]
-        span = int(max(r["available"] for r in rows) - t0) + 6
-        per_kind = {k: [0.0] * span for k in KINDS}
-        for r in rows:
-            if r["arrived"] is not None:
-                second = int(r["arrived"] - t0)
-                if 0 <= second < span:
-                    per_kind[r["kind"]][second] += r["size"] * 8 / 1000
+        reps = by_system[system]
+        span = int(max(r["available"] for r in reps[0]) - reps[0][0]["available"]) + 6
+        per_kind = received_kbit(reps[0], span)
         ax.stackplot(range(span), *[per_kind[k] for k in KINDS], labels=KINDS)
+        for i, rows in enumerate(reps[1:], 1):
+            other = received_kbit(rows, span)
+            total = [sum(other[k][t] for k in KINDS) for t in range(span)]
+            ax.plot(range(span), total, color="black", linewidth=0.6, alpha=0.6,
+                    label="other repetitions (total)" if i == 1 else None)
         ax.set_ylabel("kbit/s")
         ax.set_title(system, fontsize=9, loc="left")
         ax.grid(alpha=0.3)
@@ -119,24 +147,70 @@ def plot_bitrate(profile, by_system, path):
     plt.close(fig)
 
 
-def plot_ccdf(profile, by_system, path):
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for system, rows in sorted(by_system.items()):
-        lat = sorted(r["rendered"] - r["available"] for r in rows if r["rendered"] is not None)
-        if not lat:
-            continue
-        n = len(lat)
-        ax.step(lat, [1 - i / n for i in range(n)], where="post", label=system)
+def ccdf_lines(ax, values_by_system, colors):
+    """One CCDF step line per repetition of each system (values: a list per repetition)."""
+    for system, reps in sorted(values_by_system.items()):
+        for i, values in enumerate(reps):
+            values = sorted(v for v in values if v > 0)
+            if not values:
+                continue
+            n = len(values)
+            ax.step(values, [1 - j / n for j in range(n)], where="post", color=colors[system],
+                    linewidth=1.2 if i == 0 else 0.7, alpha=1.0 if i == 0 else 0.5,
+                    label=system if i == 0 else None)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+
+
+def plot_ccdf(profile, by_system, path):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    latencies = {
+        system: [[r["rendered"] - r["available"] for r in rows if r["rendered"] is not None] for rows in reps]
+        for system, reps in by_system.items()
+    }
+    ccdf_lines(ax, latencies, system_colors(by_system))
     ax.set_xlabel("latency (s)")
     ax.set_ylabel("P(latency > x)")
-    ax.set_title(f"{profile}: latency CCDF")
-    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"{profile}: latency CCDF (every repetition)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+STAGES = [
+    ("queued at the sender", "available", "handed_off"),
+    ("in flight", "handed_off", "received"),
+    ("reorder buffer", "received", "arrived"),
+]
+
+
+def stage_rows(rows):
+    """Rendered frames with every stage time."""
+    return [r for r in rows if r["rendered"] is not None and r["handed_off"] is not None
+            and r["received"] is not None and r["arrived"] is not None]
+
+
+def plot_stages(profile, by_system, path):
+    """Per-stage delay CCDFs (seed 004) of the systems that report their stages; False when none do."""
+    staged = {system: [stage_rows(rows) for rows in reps] for system, reps in by_system.items()}
+    staged = {system: reps for system, reps in staged.items() if any(reps)}
+    if not staged:
+        return False
+    colors = system_colors(by_system)
+    fig, axes = plt.subplots(1, len(STAGES), figsize=(15, 4.5), sharey=True)
+    for ax, (title, start, end) in zip(axes, STAGES):
+        ccdf_lines(ax, {system: [[r[end] - r[start] for r in rows] for rows in reps] for system, reps in staged.items()}, colors)
+        ax.set_xlabel(f"{title} (s)")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("P(delay > x)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{profile}: delay per stage of the frames rendered, CCDF (every repetition)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
 
 
 def load_rates(path):
@@ -279,7 +353,7 @@ ABR_GOAL_PROFILES = ["const_500", "cascade"]
 def abr_goals(summaries):
     """The renditions goal: moq-abr on CONST_500 and CASCADE, ≥ 95 % intact frames, mean
     latency ≤ 500 ms and no stall; every Twitch profile listed beside the other systems."""
-    first = [s for s in summaries if s["repetition"] == 0]
+    first = list(typical_runs(summaries).values())
     if not any(s["system"] == "moq-abr" for s in first):
         return []
     md = ["## Renditions (moq-abr) goals", ""]
@@ -332,19 +406,69 @@ def intact_share(s):
     return intact(s) / s["frames_captured"] if s["frames_captured"] else 0.0
 
 
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def spread(values, digits=0):
+    """The median of the repetitions' values, with their min–max when there are several."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    low, high = fmt(min(values), digits), fmt(max(values), digits)
+    if low == high:
+        return low
+    return f"{fmt(median(values), digits)} ({low}–{high})"
+
+
+def repetitions(summaries):
+    """(system, profile) -> that run's summaries, by repetition, in the order first run."""
+    found = {}
+    for s in summaries:
+        found.setdefault((s["system"], s["profile"]), []).append(s)
+    for runs_ in found.values():
+        runs_.sort(key=lambda s: s["repetition"])
+    return found
+
+
+def typical(runs_):
+    """One summary standing for a run's repetitions: the median of every number, and the rest
+    (nested figures, `repetition`) from the median repetition by mean latency."""
+    middle = sorted(runs_, key=lambda s: s["latency_mean_ms"])[(len(runs_) - 1) // 2]
+    t = dict(middle)
+    for key, value in middle.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "repetition":
+            values = [r[key] for r in runs_ if isinstance(r.get(key), (int, float))]
+            if len(values) == len(runs_):
+                t[key] = median(values)
+    return t
+
+
+def typical_runs(summaries):
+    """(system, profile) -> its typical summary (see `typical`)."""
+    return {key: typical(runs_) for key, runs_ in repetitions(summaries).items()}
+
+
 def table(summaries, profile, baseline="moq-baseline"):
-    rows = [s for s in summaries if s["profile"] == profile]
-    base = next((s for s in rows if s["system"] == baseline), None)
+    """One row per system: latency mean and p95, frames and stalls as median (min–max) over the
+    repetitions, every other figure as the median."""
+    runs_by = {k: v for k, v in repetitions(summaries).items() if k[1] == profile}
+    base = typical(runs_by[(baseline, profile)]) if (baseline, profile) in runs_by else None
     lines = [
-        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered intact + damaged / captured | OTDR 1 s | stalls (total s) | gaps | capacity eff. | delivered kbit/s | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
+        "| system | latency mean (ms) | p50 | p95 | p99 | × baseline mean | rendered intact + damaged / captured | OTDR 1 s | stalls; total | gaps | capacity eff. | delivered kbit/s | jitter (ms) | TS-DF mean/max (ms) | overhead | CPU µs/frame snd / rcv |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for s in rows:
+    for (system, _), runs_ in runs_by.items():
+        s = typical(runs_)
         ratio = s["latency_mean_ms"] / base["latency_mean_ms"] if base and base["latency_mean_ms"] else None
+        damaged = median([r["frames_rendered"] - intact(r) for r in runs_])
         lines.append(
-            f"| {s['system']} | {fmt(s['latency_mean_ms'])} | {fmt(s['latency_p50_ms'])} | {fmt(s['latency_p95_ms'])} "
-            f"| {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} | {intact(s)} + {s['frames_rendered'] - intact(s)} / {s['frames_captured']} "
-            f"| {fmt(s['otdr_1s'], 2)} | {s['stalls']} ({fmt(s['stall_total_s'], 1)}) | {s['frame_gaps']} "
+            f"| {system} | {spread([r['latency_mean_ms'] for r in runs_])} | {fmt(s['latency_p50_ms'])} "
+            f"| {spread([r['latency_p95_ms'] for r in runs_])} | {fmt(s['latency_p99_ms'])} | {fmt(ratio, 2)} "
+            f"| {spread([intact(r) for r in runs_])} + {fmt(damaged)} / {fmt(s['frames_captured'])} "
+            f"| {fmt(s['otdr_1s'], 2)} | {spread([r['stalls'] for r in runs_])}; {fmt(s['stall_total_s'], 1)} s | {fmt(s['frame_gaps'])} "
             f"| {fmt(s['capacity_efficiency'], 2)} | {fmt(s.get('rendered_kbit'))} | {fmt(s['jitter_ms'], 1)} | {fmt(s['ts_df_mean_ms'])}/{fmt(s['ts_df_max_ms'])} "
             f"| {fmt(s['overhead'], 3)} | {fmt(s['cpu_us_per_frame_sender'])} / {fmt(s['cpu_us_per_frame_receiver'])} |"
         )
@@ -352,6 +476,27 @@ def table(summaries, profile, baseline="moq-baseline"):
         lines.append("")
         lines.append(f"Sanity check: measured baseline mean latency ÷ fluid-model mean = {base['fluid_ratio']:.2f}.")
     return "\n".join(lines)
+
+
+def stages_table(summaries, profile):
+    """Median over the repetitions of each stage's p50 / p95 (ms), for the systems that report them."""
+    runs_by = {k: v for k, v in repetitions(summaries).items() if k[1] == profile and all(r.get("stages") for r in v)}
+    if not runs_by:
+        return []
+    lines = [
+        "Delay per stage of the frames rendered (ms, p50 / p95, median over the repetitions): queued in moqsink until "
+        "QUIC took the object, in flight until moqsrc had it whole, then in moqsrc's reorder buffer until it left:",
+        "",
+        "| system | queued p50 / p95 | in flight p50 / p95 | reorder p50 / p95 |",
+        "|---|---|---|---|",
+    ]
+    for (system, _), runs_ in runs_by.items():
+        cell = lambda stage: " / ".join(  # noqa: E731
+            fmt(median([r["stages"][f"{stage}_{q}_ms"] for r in runs_])) for q in ("p50", "p95")
+        )
+        lines.append(f"| {system} | {cell('queued')} | {cell('flight')} | {cell('reorder')} |")
+    lines.append("")
+    return lines
 
 
 def av_section(summaries):
@@ -381,13 +526,6 @@ def av_section(summaries):
             runs_ = [s for s in summaries if s["profile"] == profile and s["system"] == system]
             if not runs_:
                 continue
-
-            def spread(values, digits=0):
-                values = sorted(values)
-                mid = values[len(values) // 2]
-                if len(values) == 1:
-                    return fmt(mid, digits)
-                return f"{fmt(mid, digits)} ({fmt(values[0], digits)}–{fmt(values[-1], digits)})"
 
             row = (
                 f"| {profile} | {system} | {spread([r['frames_rendered'] for r in runs_])} / {runs_[0]['frames_captured']} "
@@ -458,8 +596,9 @@ def fraction(counts):
 
 
 def goals(summaries, all_runs, profiles_dir):
-    """The issue's goals, each checked against this run's figures."""
-    first = {(s["system"], s["profile"]): s for s in summaries if s["repetition"] == 0}
+    """The issue's goals, each checked against this run's figures: the median over the
+    repetitions, and per frame the median repetition's (see `typical`)."""
+    first = typical_runs(summaries)
 
     def lowest_mean(profile):
         ours = [first[(s, profile)] for s in OUR_SKIPPING if (s, profile) in first]
@@ -499,7 +638,7 @@ def goals(summaries, all_runs, profiles_dir):
         md.append("   |---|---|---|---|---|")
         for (system, profile, rep), rows in sorted(all_runs.items()):
             s = first.get((system, profile))
-            if profile != "intra_cascade" or rep != 0 or not s or s.get("trace_start_us") is None:
+            if profile != "intra_cascade" or not s or rep != s["repetition"] or s.get("trace_start_us") is None:
                 continue
             r = step_rendering(rows, s["trace_start_us"] / 1e6, start, end)
             md.append(
@@ -517,12 +656,14 @@ def goals(summaries, all_runs, profiles_dir):
     md.append("   |---|---|---|---|---|---|")
     for p in profiles:
         counted = [
-            (first[(s, p)], rendered_before_tail(all_runs.get((s, p, 0), []))) for s in OUR_SKIPPING if (s, p) in first
+            (first[(s, p)], rendered_before_tail(all_runs.get((s, p, first[(s, p)]["repetition"]), [])))
+            for s in OUR_SKIPPING
+            if (s, p) in first
         ]
         for srt in (first.get((s, p)) for s in SRT):
             if not counted or not srt:
                 continue
-            srt_n = rendered_before_tail(all_runs.get((srt["system"], p, 0), []))
+            srt_n = rendered_before_tail(all_runs.get((srt["system"], p, srt["repetition"]), []))
             faster = [c for c in counted if c[0]["latency_p95_ms"] < srt["latency_p95_ms"]]
             lower = bool(faster)
             best, ours_n = (
@@ -536,6 +677,46 @@ def goals(summaries, all_runs, profiles_dir):
                 f"| {srt['latency_p95_ms']:.0f}, {srt_n[0]} / {srt_n[1]} | {'yes' if lower else 'no'} "
                 f"| {'yes' if more else 'no'} | {'met' if lower and more else 'not met'} |"
             )
+    md.append("")
+    return md
+
+
+IDLE_LINK = "loss0_rtt50"
+
+
+def comparator_check(summaries, all_runs, profiles_dir):
+    """Each system on the loss-free link: its latency against the link's one-way delay, the
+    buffering it is configured with and what its decoder needs, from its median repetition."""
+    typical_ = {k: s for k, s in typical_runs(summaries).items() if k[1] == IDLE_LINK}
+    if not typical_:
+        return []
+    steps = json.load(open(os.path.join(profiles_dir, f"{IDLE_LINK}.json")))["steps"]
+    one_way = steps[0].get("delay_ms", 0)
+    md = [
+        "## Comparators on an idle link",
+        "",
+        f"Each system on `{IDLE_LINK}` (no rate limit, no loss, {one_way} ms each way), median repetition. "
+        "*Configured*: the receiver buffering set (moqsrc and rtpjitterbuffer `latency`, SRT's latency); "
+        "*decoder*: the latency `avdec_h264` reports (reordering the B frames: the same for every system); "
+        "*excess* = latency mean − one-way delay − configured − decoder, what a system costs beyond its "
+        "settings. *Delivered after*: median time from the sender's hand-off to the AU leaving the receiving "
+        "element for the decoder's queue (a jitter buffer that only timestamps delivers at once; SRT's "
+        "receiver holds packets for its latency).",
+        "",
+        "| system | latency mean (ms) | configured (ms) | decoder (ms) | excess (ms) | delivered after (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (system, _), s in sorted(typical_.items()):
+        rows = all_runs.get((system, IDLE_LINK, s["repetition"]), [])
+        delivered = [r["arrived"] - r["available"] for r in rows if r["rendered"] is not None and r["arrived"] is not None]
+        configured, decoder = s.get("configured_latency_ms"), s.get("decoder_latency_ms")
+        excess = None
+        if decoder is not None:
+            excess = s["latency_mean_ms"] - one_way - (configured or 0) - decoder
+        md.append(
+            f"| {system} | {fmt(s['latency_mean_ms'])} | {fmt(configured) if configured is not None else 'none to set'} "
+            f"| {fmt(decoder)} | {fmt(excess)} | {fmt(median(delivered) * 1000) if delivered else '–'} |"
+        )
     md.append("")
     return md
 
@@ -568,8 +749,9 @@ ADAPTIVE_TARGETS = {
 
 
 def adaptive_goals(summaries, profiles_dir):
-    """The adaptive-delivery goals, each checked against this run's figures."""
-    first = {(s["system"], s["profile"]): s for s in summaries if s["repetition"] == 0}
+    """The adaptive-delivery goals, each checked against this run's figures (medians over the
+    repetitions)."""
+    first = typical_runs(summaries)
     if not any(system in ADAPTIVE for system, _ in first):
         return []
     md = ["## Rate adaptation goals", ""]
@@ -757,11 +939,17 @@ def main():
     for (system, profile, rep) in all_runs:
         if profile not in profiles:
             profiles.append(profile)
+    staged = set()
     for profile in profiles:
-        by_system = {s: rows for (s, p, rep), rows in all_runs.items() if p == profile and rep == 0 and rows}
+        by_system = {}
+        for (s, p, rep), rows in sorted(all_runs.items()):
+            if p == profile and rows:
+                by_system.setdefault(s, []).append(rows)
         plot_latency(profile, by_system, os.path.join(plots, f"latency_{profile}.png"))
         plot_bitrate(profile, by_system, os.path.join(plots, f"bitrate_{profile}.png"))
         plot_ccdf(profile, by_system, os.path.join(plots, f"ccdf_{profile}.png"))
+        if plot_stages(profile, by_system, os.path.join(plots, f"stages_{profile}.png")):
+            staged.add(profile)
 
     queues = {}
     for profile in profiles:
@@ -782,7 +970,8 @@ def main():
         "same for every system; each access unit carries its frame id and a digest of its slices in an SEI "
         "message. The sender's output "
         "crosses `linkem` (userspace bottleneck: rate trace, delay, loss, drop-tail queue) to a receiver that "
-        "decodes with `avdec_h264` and renders on the clock (`fakesink sync=true`). Latency of a frame = render "
+        "hands each AU through `h264parse` and an unbounded `queue` (so the receiving element is never held up "
+        "by the sink's wait) to `avdec_h264` and renders on the clock (`fakesink sync=true`). Latency of a frame = render "
         "wall time − the time the sender was handed it (one machine, one clock). Frames captured = frames sent "
         "from the first frame the receiver rendered on. Rendered intact: the frame's slices reached the decoder "
         "exactly as sent (digest checked before the decoder), and so did every reference picture before it since "
@@ -793,7 +982,11 @@ def main():
         "bitrate ÷ min(stream bitrate, mean link rate). Jitter: RFC 3550 on arrival at the receiver's "
         "depacketizer. TS-DF: EBU 3337 per 1 s window. Overhead: UDP payload bytes linkem forwarded (both "
         "directions) ÷ media bytes sent. CPU: user+system time of the sender process and of the receiver "
-        "process (which also runs linkem) per captured frame."
+        "process (which also runs linkem) per captured frame. Stages (our `moq-*` modes with a fixed-rate "
+        "stream; seed 004): *queued* = availability → QUIC took the object's last byte (moqsink's "
+        "`object-handoff` signal, `signal-object-handoffs=true`); *in flight* = → moqsrc had it whole (its "
+        "`timestamp/x-moq-received` meta; QUIC's send buffer, the bottleneck queue, propagation, "
+        "retransmissions); *reorder buffer* = → it left moqsrc for the decoder."
     )
     md.append("")
     md.append(
@@ -805,8 +998,11 @@ def main():
         "`srt-125ms` / `srt-500ms`: `mpegtsmux alignment=7 ! srtsink latency=125|500` → `srtsrc latency=0 ! "
         "tsdemux latency=0 ignore-pcr=true` (SRT then holds packets for the sender's latency only, and tsdemux "
         "adds no PCR offset; its pads are relinked when it announces the program again). "
-        "`rtp-udp`: `rtph264pay` → `rtpjitterbuffer latency=100`. On the loss × RTT grid: baseline, "
-        "baseline with `delivery-timeout=500` (partial reliability) and SRT."
+        "`rtp-udp`: `h264parse config-interval=-1 ! rtph264pay config-interval=-1 mtu=1200` → `rtpjitterbuffer "
+        "latency=100 ! rtph264depay` (the jitter buffer's defaults otherwise: no retransmission, which plain "
+        "UDP cannot carry). On the loss × RTT grid: baseline, baseline with `delivery-timeout=500` (partial "
+        "reliability), SRT and RTP; its loss-free 50 ms cell checks each comparator's settings (\"Comparators "
+        "on an idle link\")."
     )
     md.append("")
     if any(s["system"].startswith("moq-adaptive") for s in summaries):
@@ -842,8 +1038,9 @@ def main():
     if any(s["system"] == "moq-gst" for s in summaries):
         md.append(
             "`moq-gst`: moq-dev's GStreamer plugin (moq-gst 0.4.20, moq-lite) publishing to moq-relay next to the "
-            "sender; its `moqsrc` plays from the relay across the link (`moqsrc ! h264parse ! avdec_h264`, "
-            "no receiver buffer to set). Its sender CPU includes moq-relay's."
+            "sender; its `moqsrc` plays from the relay across the link (`moqsrc ! h264parse ! avdec_h264`), as "
+            "its documentation shows: `url`, `broadcast` and TLS are its only settings, it has no receiver buffer "
+            "or latency to set. Its sender CPU includes moq-relay's."
         )
         md.append("")
     unavailable = os.path.join(out, "moq-gst-unavailable.txt")
@@ -870,22 +1067,29 @@ def main():
     md.append("## Results")
     md.append("")
     reps = sorted({s["repetition"] for s in summaries})
-    md.append(f"Repetitions: {len(reps)}; tables show repetition 0.")
+    md.append(
+        f"Repetitions: {len(reps)}. Latency mean and p95, frames rendered intact and stalls are the median over the "
+        "repetitions with their min–max in brackets; every other figure is the median. Plots show every repetition."
+    )
     md.append("")
     first = [s for s in summaries if s["repetition"] == 0]
     for profile in profiles:
         md.append(f"### {profile}")
         md.append("")
-        md.append(table(first, profile))
+        md.append(table(summaries, profile))
         md.append("")
+        md.extend(stages_table(summaries, profile))
         if os.path.exists(os.path.join(plots, f"latency_{profile}.png")):
             md.append(f"![latency {profile}](plots/latency_{profile}.png)")
             md.append(f"![bitrate {profile}](plots/bitrate_{profile}.png)")
             md.append(f"![ccdf {profile}](plots/ccdf_{profile}.png)")
+            if profile in staged:
+                md.append(f"![stages {profile}](plots/stages_{profile}.png)")
             md.append("")
         md.extend(adaptation_section(out, first, profile, plots))
         md.extend(abr_section(out, first, profile, plots))
     md.extend(av_section(summaries))
+    md.extend(comparator_check(summaries, all_runs, PROFILES))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
     md.extend(abr_goals(summaries))

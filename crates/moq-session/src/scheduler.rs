@@ -46,7 +46,7 @@ use moq_wire::draft14::{
 };
 
 use crate::rate::RateEstimator;
-use crate::track::{Payload, Priority, TrackCounters, TrackDelivery};
+use crate::track::{Handoff, Payload, Priority, TrackCounters, TrackDelivery};
 
 /// Bounds of the connection send window (bytes handed to QUIC and not yet acknowledged).
 const MIN_SEND_WINDOW: u64 = 12 * 1024;
@@ -156,6 +156,8 @@ struct Queued {
 #[derive(Debug, Clone)]
 struct Current {
     id: u64,
+    /// When the producer wrote the object (never, for an empty group's header).
+    written: Option<Instant>,
     header: Bytes,
     payload: Payload,
     /// Bytes of header and payload QUIC has taken.
@@ -259,6 +261,7 @@ impl OutGroup {
         if self.empty {
             return (!self.header_sent).then(|| Current {
                 id: 0,
+                written: None,
                 header: Bytes::from(header),
                 payload: Payload::from_parts(Vec::new()),
                 offset: 0,
@@ -277,6 +280,7 @@ impl OutGroup {
         .encode(false, &mut header);
         Some(Current {
             id: next.id,
+            written: Some(next.written),
             header: Bytes::from(header),
             payload: next.payload.clone(),
             offset: 0,
@@ -521,9 +525,14 @@ impl Scheduler {
         if let Some(current) = &mut g.current {
             current.offset += bytes;
             if current.offset >= current.total() {
-                if !g.empty {
-                    counters.add(|c| &c.objects_sent, 1);
-                    counters.add(|c| &c.bytes_sent, current.total() as u64);
+                if let Some(written) = current.written {
+                    let handoff = Handoff {
+                        group: key.group,
+                        object: current.id,
+                        written,
+                        taken: now,
+                    };
+                    counters.handed_off(handoff, current.total());
                 }
                 g.current = None;
                 g.first_out = true;

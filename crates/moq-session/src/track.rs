@@ -203,9 +203,51 @@ pub(crate) struct NewGroups {
 /// for a moment still finds every group it has not read yet.
 const HISTORY: Duration = Duration::from_secs(2);
 
+/// An object QUIC took whole for one subscriber: the end of its wait in the publisher.
+/// From there it is QUIC's to send, as the congestion window allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handoff {
+    pub group: u64,
+    pub object: u64,
+    /// When the producer wrote it.
+    pub written: Instant,
+    /// When QUIC took its last byte.
+    pub taken: Instant,
+}
+
+/// Told of every [`Handoff`] of a broadcast, with the track's name. Called on the
+/// session's task: it must not block.
+pub type HandoffHook = Arc<dyn Fn(&str, Handoff) + Send + Sync>;
+
+/// A track's [`HandoffHook`], with the name it reports.
+#[derive(Clone)]
+pub(crate) struct HandoffReport {
+    track: String,
+    hook: HandoffHook,
+}
+
+impl HandoffReport {
+    pub fn new(track: &str, hook: HandoffHook) -> HandoffReport {
+        HandoffReport {
+            track: track.to_owned(),
+            hook,
+        }
+    }
+}
+
+impl std::fmt::Debug for HandoffReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandoffReport")
+            .field("track", &self.track)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Delivery counters of one track, summed over every session serving it.
 #[derive(Debug, Default)]
 pub(crate) struct TrackCounters {
+    /// Where hand-offs are reported, if anyone asked.
+    pub handoff: Option<HandoffReport>,
     pub objects_sent: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub objects_dropped: AtomicU64,
@@ -219,6 +261,15 @@ pub(crate) struct TrackCounters {
 impl TrackCounters {
     pub fn add(&self, counter: impl Fn(&TrackCounters) -> &AtomicU64, n: u64) {
         counter(self).fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts an object QUIC took whole and reports it to the broadcast's hook.
+    pub fn handed_off(&self, handoff: Handoff, bytes: usize) {
+        self.add(|c| &c.objects_sent, 1);
+        self.add(|c| &c.bytes_sent, bytes as u64);
+        if let Some(report) = &self.handoff {
+            (report.hook)(&report.track, handoff);
+        }
     }
 }
 
@@ -393,6 +444,8 @@ pub(crate) struct BroadcastInner {
     pub active: watch::Sender<usize>,
     /// Told the track name of every new subscription.
     subscribed: Mutex<Option<mpsc::Sender<String>>>,
+    /// Given to the tracks created from then on.
+    handoff: Mutex<Option<HandoffReport>>,
 }
 
 impl Broadcast {
@@ -403,6 +456,7 @@ impl Broadcast {
                 tracks: Mutex::default(),
                 active: watch::channel(0).0,
                 subscribed: Mutex::default(),
+                handoff: Mutex::default(),
             }),
         }
     }
@@ -413,12 +467,18 @@ impl Broadcast {
 
     /// Creates (or replaces) a track.
     pub fn create_track(&self, name: &str, delivery: TrackDelivery) -> TrackProducer {
+        let handoff = lock(&self.inner.handoff)
+            .as_ref()
+            .map(|any| HandoffReport::new(name, any.hook.clone()));
         let shared = Arc::new(TrackShared {
             name: name.to_owned(),
             delivery,
             state: Mutex::default(),
             doorbells: Mutex::default(),
-            counters: Arc::default(),
+            counters: Arc::new(TrackCounters {
+                handoff,
+                ..TrackCounters::default()
+            }),
         });
         lock(&self.inner.tracks).insert(name.as_bytes().to_vec(), shared.clone());
         TrackProducer { shared }
@@ -449,6 +509,12 @@ impl Broadcast {
     /// `tx` is full the notice is dropped, as one already waiting says the same.
     pub fn on_subscribe(&self, tx: mpsc::Sender<String>) {
         *lock(&self.inner.subscribed) = Some(tx);
+    }
+
+    /// Reports every object QUIC takes whole, per subscriber, on the tracks created from
+    /// now on: how long the publisher held it is the first stage of its delay.
+    pub fn on_handoff(&self, hook: HandoffHook) {
+        *lock(&self.inner.handoff) = Some(HandoffReport::new("", hook));
     }
 
     pub(crate) fn notify_subscribed(&self, track: &str) {

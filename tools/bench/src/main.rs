@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
-//!           [--max-seconds S]
+//!           [--max-seconds S] [--no-grid] [--resume]
 //!           [--moq-gst PLUGIN_DIR]
 //! moq-bench --fanout --out DIR [--counts 1,10,50,100,200] [--warmup S] [--measure S]
 //!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
@@ -33,7 +33,7 @@ use crate::moq_gst::MoqGst;
 use crate::run::RunSpec;
 use crate::systems::System;
 
-const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--moq-gst DIR]
+const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR]
        moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
 
   --out DIR          where results go (created)
@@ -47,6 +47,8 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --grid-seconds S   length of each loss x RTT grid run (default 60)
   --max-seconds S    run each profile for at most S s (default: its whole trace)
   --no-grid          skip the loss x RTT grid
+  --resume           keep the runs already in DIR/summary.json (an interrupted run goes on
+                     where it stopped; the same flags give the same plan)
   --moq-gst DIR      also compare moq-gst (moq-dev's plugin, libgstmoq.so in DIR, built by
                      pipelines/install-moq-gst.sh) through moq-relay on the profiles above;
                      added to the default systems, or name it: --systems ..,moq-gst
@@ -102,6 +104,8 @@ struct Options {
     grid_seconds: u64,
     max_seconds: Option<u64>,
     grid: bool,
+    /// Keep the runs already in the output's summary.
+    resume: bool,
     moq_gst: Option<PathBuf>,
     /// `--fanout`: the fan-out benchmark instead of the link profiles.
     fanout: Option<fanout::Options>,
@@ -124,6 +128,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         grid_seconds: 60,
         max_seconds: None,
         grid: true,
+        resume: false,
         moq_gst: None,
         fanout: None,
     };
@@ -153,6 +158,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 o.max_seconds = Some(value()?.parse().map_err(|_| "--max-seconds: a number")?)
             }
             "--no-grid" => o.grid = false,
+            "--resume" => o.resume = true,
             "--moq-gst" => o.moq_gst = Some(PathBuf::from(value()?)),
             "--fanout" => fanout_wanted = true,
             "--counts" => {
@@ -393,11 +399,22 @@ fn main_inner() -> Result<(), String> {
         }
         None => None,
     };
-    let mut summaries = Vec::new();
+    let summary_path = options.out.join("summary.json");
+    let mut summaries: Vec<serde_json::Value> = match options.resume {
+        true => earlier_runs(&summary_path)?,
+        false => Vec::new(),
+    };
     let mut failures = Vec::new();
     for repetition in 0..options.reps {
         for (name, profile, seconds, systems) in &plan {
             for system in systems {
+                if summaries.iter().any(|s| {
+                    s["system"] == system.name()
+                        && s["profile"] == name.as_str()
+                        && s["repetition"] == repetition
+                }) {
+                    continue;
+                }
                 eprintln!(
                     "== {} on {name} ({seconds} s), repetition {repetition}",
                     system.name()
@@ -424,7 +441,7 @@ fn main_inner() -> Result<(), String> {
                             summary.frames_captured,
                             summary.stalls
                         );
-                        summaries.push(summary);
+                        summaries.push(serde_json::to_value(summary).expect("summary serialises"));
                     }
                     Err(e) => {
                         eprintln!("   FAILED: {e}");
@@ -432,8 +449,7 @@ fn main_inner() -> Result<(), String> {
                     }
                 }
                 let json = serde_json::to_string_pretty(&summaries).expect("summaries serialise");
-                std::fs::write(options.out.join("summary.json"), json)
-                    .map_err(|e| e.to_string())?;
+                std::fs::write(&summary_path, json).map_err(|e| e.to_string())?;
             }
         }
     }
@@ -449,6 +465,15 @@ fn main_inner() -> Result<(), String> {
         return Err(format!("{} run(s) failed: {failures:?}", failures.len()));
     }
     Ok(())
+}
+
+/// The runs of an earlier, interrupted invocation (none if it wrote no summary yet).
+fn earlier_runs(path: &Path) -> Result<Vec<serde_json::Value>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 fn main() {
@@ -467,6 +492,32 @@ mod tests {
             .map(str::to_owned)
             .collect::<Vec<_>>()
             .into_iter()
+    }
+
+    #[test]
+    fn resume_keeps_earlier_runs() {
+        assert!(!parse(args("--out x")).unwrap().resume);
+        assert!(parse(args("--out x --resume --reps 3")).unwrap().resume);
+        let dir = std::env::temp_dir().join(format!("moq-bench-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("summary.json");
+        assert!(earlier_runs(&path).unwrap().is_empty(), "nothing run yet");
+        std::fs::write(
+            &path,
+            r#"[{"system": "moq-baseline", "profile": "spike", "repetition": 1}]"#,
+        )
+        .unwrap();
+        let runs = earlier_runs(&path).unwrap();
+        assert_eq!(
+            (runs.len(), &runs[0]["repetition"]),
+            (1, &serde_json::json!(1))
+        );
+        std::fs::write(&path, "[{").unwrap();
+        assert!(
+            earlier_runs(&path).is_err(),
+            "a damaged summary is an error, not a fresh start"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct FrameRow {
     pub rendered_us: Option<i64>,
     /// Its slices reached the decoder other than they were sent.
     pub damaged: bool,
+    /// Systems that report their stages (ours): when QUIC took the frame's object at the
+    /// sender, and when the receiver had it whole, before its reorder buffer.
+    pub handed_off_us: Option<i64>,
+    pub received_us: Option<i64>,
 }
 
 /// Facts about a run that are not per frame.
@@ -44,6 +48,10 @@ pub struct RunFacts {
     pub fluid_latency_s: Vec<f64>,
     /// Wall time (unix µs) at which the link's trace started (its first packet).
     pub trace_start_us: Option<i64>,
+    /// The receiver buffering the system is configured with, ms (none to set: `None`).
+    pub configured_latency_ms: Option<u32>,
+    /// The latency the receiver's decoder reports, ms, where it was asked.
+    pub decoder_latency_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -77,6 +85,10 @@ pub struct Summary {
     pub cpu_us_per_frame_receiver: f64,
     /// Mean measured latency ÷ mean fluid-model latency (in-order systems).
     pub fluid_ratio: Option<f64>,
+    /// The receiver buffering the system is configured with, ms, if it has one to set.
+    pub configured_latency_ms: Option<u32>,
+    /// The latency the receiver's decoder reports, ms (its B-frame reordering).
+    pub decoder_latency_ms: Option<f64>,
     /// Unix µs of the link trace's time 0, to place frames on the profile's rate steps.
     pub trace_start_us: Option<i64>,
     /// Systems with audio: how the audio played beside the video.
@@ -85,6 +97,64 @@ pub struct Summary {
     /// Systems with renditions: what the viewer chose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub abr: Option<AbrSummary>,
+    /// Systems that report their stages: where the delay of the frames rendered went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageSummary>,
+}
+
+/// Quantiles (ms) of the stages of the delay of rendered frames (seed 004): queued at the
+/// sender until QUIC took the object, in flight until the receiver had it whole, then in
+/// the receiver's reorder buffer until it left for the decoder.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageSummary {
+    pub frames: u64,
+    pub queued_p50_ms: f64,
+    pub queued_p95_ms: f64,
+    pub flight_p50_ms: f64,
+    pub flight_p95_ms: f64,
+    pub reorder_p50_ms: f64,
+    pub reorder_p95_ms: f64,
+}
+
+/// The stages of the rendered frames that have all their times, if any do.
+pub fn stage_summary(rows: &[FrameRow]) -> Option<StageSummary> {
+    let (mut queued, mut flight, mut reorder) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows.iter().filter(|r| r.rendered_us.is_some()) {
+        let (Some(taken), Some(received), Some(left)) =
+            (r.handed_off_us, r.received_us, r.arrived_us)
+        else {
+            continue;
+        };
+        queued.push(taken - r.available_us);
+        flight.push(received - taken);
+        reorder.push(left - received);
+    }
+    if queued.is_empty() {
+        return None;
+    }
+    let ms = |v: &mut Vec<i64>, q: f64| quantile(v, q).map_or(f64::NAN, |us| us as f64 / 1000.0);
+    Some(StageSummary {
+        frames: queued.len() as u64,
+        queued_p50_ms: ms(&mut queued, 0.5),
+        queued_p95_ms: ms(&mut queued, 0.95),
+        flight_p50_ms: ms(&mut flight, 0.5),
+        flight_p95_ms: ms(&mut flight, 0.95),
+        reorder_p50_ms: ms(&mut reorder, 0.5),
+        reorder_p95_ms: ms(&mut reorder, 0.95),
+    })
+}
+
+/// A frame's hand-off at the sender among `written` (when the sender wrote each object,
+/// unix µs, with when QUIC took it): the one written first at or after the frame was
+/// available, within `MATCH_US`. Frames are 41 ms apart and the sender writes an
+/// object within a millisecond of being handed the frame, so the match is unique.
+pub fn handoff_of(available_us: i64, written: &[(i64, i64)]) -> Option<i64> {
+    const MATCH_US: i64 = 20_000;
+    let at = written.partition_point(|(w, _)| *w < available_us);
+    written
+        .get(at)
+        .filter(|(w, _)| w - available_us <= MATCH_US)
+        .map(|(_, taken)| *taken)
 }
 
 /// The renditions a viewer played in one run.
@@ -340,9 +410,12 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         cpu_us_per_frame_sender: facts.sender_cpu_s * 1e6 / frames,
         cpu_us_per_frame_receiver: facts.receiver_cpu_s * 1e6 / frames,
         fluid_ratio,
+        configured_latency_ms: facts.configured_latency_ms,
+        decoder_latency_ms: facts.decoder_latency_ms,
         trace_start_us: facts.trace_start_us,
         av: None,
         abr: None,
+        stages: stage_summary(captured),
     }
 }
 
@@ -409,7 +482,44 @@ mod tests {
             arrived_us: rendered_ms.map(|r| (r - 50) * 1000),
             rendered_us: rendered_ms.map(|r| r * 1000),
             damaged: false,
+            handed_off_us: None,
+            received_us: None,
         }
+    }
+
+    #[test]
+    fn a_frame_is_matched_to_the_object_written_right_after_it_was_available() {
+        // (written, taken): one object per frame, 41 ms apart, written 300 µs late.
+        let written: Vec<(i64, i64)> = (0..5)
+            .map(|i| (i * 41_000 + 300, i * 41_000 + 9_000))
+            .collect();
+        assert_eq!(handoff_of(82_000, &written), Some(91_000));
+        assert_eq!(handoff_of(0, &written), Some(9_000));
+        // Nothing written within 20 ms after (the object was dropped): no stage.
+        assert_eq!(handoff_of(200_000, &written), None);
+        assert_eq!(handoff_of(10_000, &written), None);
+    }
+
+    #[test]
+    fn stages_split_the_delay_of_rendered_frames() {
+        let mut rows: Vec<FrameRow> = (0..4)
+            .map(|i| row(i, i as i64 * 42, Some(i as i64 * 42 + 300)))
+            .collect();
+        for r in &mut rows {
+            // 10 ms queued, 100 ms in flight, 40 ms reordered (left at rendered - 50).
+            r.handed_off_us = Some(r.available_us + 10_000);
+            r.received_us = Some(r.available_us + 110_000);
+        }
+        rows[3].rendered_us = None; // not rendered: not counted
+        rows[2].received_us = None; // no stage times: not counted
+        let s = stage_summary(&rows).unwrap();
+        assert_eq!(s.frames, 2);
+        assert_eq!(
+            (s.queued_p50_ms, s.flight_p50_ms, s.reorder_p95_ms),
+            (10.0, 100.0, 140.0)
+        );
+        rows.iter_mut().for_each(|r| r.received_us = None);
+        assert_eq!(stage_summary(&rows), None);
     }
 
     #[test]

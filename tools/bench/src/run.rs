@@ -13,7 +13,7 @@ use linkem::{Link, LinkConfig, Profile};
 
 use crate::metrics::{
     AbrSummary, AudioFrame, FrameRow, RunFacts, Summary, abr_summary, av_summary, fluid_model,
-    intact_pictures, summarize,
+    handoff_of, intact_pictures, summarize,
 };
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
@@ -91,12 +91,16 @@ pub struct Seen {
     damaged: HashSet<u64>,
     /// Each frame's size as it reached the decoder, without its tag.
     sizes: HashMap<u64, usize>,
+    /// When moqsrc had each frame whole (its `timestamp/x-moq-received` meta).
+    received: HashMap<u64, i64>,
     /// Each frame's kind as it reached the decoder (in-process receivers).
     kinds: HashMap<u64, h264::FrameKind>,
     /// Systems with renditions (in-process receivers): the rendition played first, and
     /// each switch (unix µs, rendition switched to).
     first_rendition: Option<String>,
     switches: Vec<(i64, String)>,
+    /// The latency the receiver's decoder reports (its LATENCY query share), ms.
+    decoder_latency_ms: Option<f64>,
     /// Systems with audio: each video frame's running time, and the audio output.
     video_pts: HashMap<u64, i64>,
     audio: Vec<AudioFrame>,
@@ -199,6 +203,7 @@ impl Receiver {
     fn finish(self) -> Result<(Seen, f64), String> {
         match self {
             Receiver::Here { pipeline, seen } => {
+                seen.lock().unwrap().decoder_latency_ms = decoder_latency_ms(&pipeline);
                 if let Some(src) = pipeline.by_name("src")
                     && src.find_property("rendition").is_some()
                 {
@@ -276,6 +281,19 @@ pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), 
     seen.write(report, cpu_seconds(libc::RUSAGE_SELF))
 }
 
+/// The minimum latency the decoder adds to what is upstream of it, as the receiver
+/// pipeline's LATENCY queries report it (B-frame reordering, in frames of the stream).
+fn decoder_latency_ms(pipeline: &gst::Pipeline) -> Option<f64> {
+    let reported = |element: &str, pad: &str| {
+        let pad = pipeline.by_name(element)?.static_pad(pad)?;
+        let mut query = gst::query::Latency::new();
+        pad.peer_query(&mut query).then(|| query.result().1)
+    };
+    let upstream = reported("decoder", "sink")?;
+    let total = reported("sink", "sink")?;
+    Some(total.saturating_sub(upstream).nseconds() as f64 / 1e6)
+}
+
 /// Links tsdemux's video pad to the parser, and its replacement when tsdemux announces the
 /// program again (after losses it does): the end of the pad replaced is not the end of the
 /// stream.
@@ -314,9 +332,12 @@ fn receiver_pipeline(
         true => " ",
         false => " ! ",
     };
+    // The queue after the probe: a frame counts as arrived when the system delivered it,
+    // not when the sink's wait on the clock let the streaming thread go on.
     let description = format!(
         "{}{link}h264parse name=parse ! video/x-h264,stream-format=byte-stream,alignment=au ! identity name=probe \
-         ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
+         ! queue max-size-buffers=0 max-size-bytes=0 max-size-time=0 ! avdec_h264 name=decoder \
+         ! fakesink name=sink sync=true signal-handoffs=true",
         system.receiver(at)
     );
     let pipeline = gst::parse::launch(&description)
@@ -327,6 +348,7 @@ fn receiver_pipeline(
         follow_demuxer_pads(&pipeline)?;
     }
     let probe_seen = seen.clone();
+    let received_caps = gst::Caps::new_empty_simple("timestamp/x-moq-received");
     pipeline
         .by_name("probe")
         .and_then(|p| p.static_pad("src"))
@@ -337,8 +359,15 @@ fn receiver_pipeline(
                 && let Some(tag) = reference::read_tag(&map)
             {
                 let id = tag.id;
+                let received = buffer
+                    .iter_meta::<gst::ReferenceTimestampMeta>()
+                    .find(|m| m.reference().can_intersect(&received_caps))
+                    .map(|m| m.timestamp().useconds() as i64);
                 let mut seen = probe_seen.lock().unwrap();
                 seen.arrived.entry(id).or_insert_with(unix_us);
+                if let Some(received) = received {
+                    seen.received.entry(id).or_insert(received);
+                }
                 seen.sizes
                     .entry(id)
                     .or_insert(map.len().saturating_sub(reference::TAG_BYTES));
@@ -506,12 +535,15 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // which (for `intact`) is what arrived. A frame that never did counts as referenced,
     // as every frame of these encoders (no B frames) is.
     let live = !spec.system.live_taggers().is_empty();
+    let handoffs = read_handoffs(&sender_file(&avail_path, "handoffs"))?;
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
         .map(|mut row| {
             row.arrived_us = seen.arrived.get(&row.id).copied();
             row.rendered_us = seen.rendered.get(&row.id).copied();
             row.damaged = seen.damaged.contains(&row.id);
+            row.received_us = seen.received.get(&row.id).copied();
+            row.handed_off_us = handoff_of(row.available_us, &handoffs);
             if let Some(size) = sizes.get(&row.id) {
                 row.size = *size;
             }
@@ -571,6 +603,8 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         receiver_cpu_s: receiver_cpu,
         fluid_latency_s: fluid,
         trace_start_us,
+        configured_latency_ms: spec.system.configured_latency_ms(),
+        decoder_latency_ms: seen.decoder_latency_ms,
     };
     let mut summary = summarize(&rows, &facts);
     summary.av = av;
@@ -682,9 +716,31 @@ fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
                 arrived_us: None,
                 rendered_us: None,
                 damaged: false,
+                handed_off_us: None,
+                received_us: None,
             })
         })
         .collect()
+}
+
+/// The sender's hand-off log (`written_us,taken_us` per media object QUIC took), sorted
+/// by when each object was written; empty when the system does not report one.
+fn read_handoffs(path: &Path) -> Result<Vec<(i64, i64)>, String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    let mut handoffs = text
+        .lines()
+        .map(|line| {
+            let (written, taken) = line.split_once(',').ok_or("bad hand-off row")?;
+            Ok((
+                written.parse().map_err(|_| "bad hand-off time")?,
+                taken.parse().map_err(|_| "bad hand-off time")?,
+            ))
+        })
+        .collect::<Result<Vec<(i64, i64)>, String>>()?;
+    handoffs.sort_unstable();
+    Ok(handoffs)
 }
 
 /// `id,bytes` lines, if the file exists.
@@ -708,13 +764,13 @@ fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
     let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
     writeln!(
         out,
-        "id,kind,size,available_us,arrived_us,rendered_us,damaged,intact"
+        "id,kind,size,available_us,arrived_us,rendered_us,damaged,intact,handed_off_us,received_us"
     )
     .map_err(|e| e.to_string())?;
     for (r, intact) in rows.iter().zip(intact_pictures(rows)) {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             r.id,
             r.kind,
             r.size,
@@ -722,7 +778,9 @@ fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
             opt(r.arrived_us),
             opt(r.rendered_us),
             u8::from(r.damaged),
-            u8::from(intact && r.rendered_us.is_some())
+            u8::from(intact && r.rendered_us.is_some()),
+            opt(r.handed_off_us),
+            opt(r.received_us)
         )
         .map_err(|e| e.to_string())?;
     }
@@ -772,6 +830,10 @@ pub fn sender(
         .has_audio()
         .then(|| AvLog::attach(&pipeline, &sender_file(out, "av")));
     let av = av.transpose()?;
+    let handoffs = system
+        .reports_stages()
+        .then(|| log_handoffs(&pipeline, &sender_file(out, "handoffs")));
+    let handoffs = handoffs.transpose()?;
     let base = aus
         .iter()
         .map(|a| a.dts_ns.min(a.pts_ns))
@@ -824,8 +886,8 @@ pub fn sender(
     if let Some(live) = live {
         live.finish()?;
     }
-    if let Some(av) = av {
-        av.0.lock().unwrap().flush().map_err(|e| e.to_string())?;
+    for log in av.map(|av| av.0).into_iter().chain(handoffs) {
+        log.lock().unwrap().flush().map_err(|e| e.to_string())?;
     }
     log.lock().unwrap().flush().map_err(|e| e.to_string())
 }
@@ -873,6 +935,25 @@ impl AvLog {
         });
         Ok(AvLog(log))
     }
+}
+
+/// Logs `written_us,taken_us` of every media object moqsink `sink` hands to QUIC (its
+/// `object-handoff` signal; the sender pipeline enables it).
+fn log_handoffs(pipeline: &gst::Pipeline, path: &Path) -> Result<SharedLog, String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let log: SharedLog = Arc::new(Mutex::new(std::io::BufWriter::new(file)));
+    let sink = pipeline.by_name("sink").ok_or("sender: no moqsink sink")?;
+    let writer = log.clone();
+    sink.connect("object-handoff", false, move |values| {
+        let track = values[1].get::<String>().unwrap_or_default();
+        if track.starts_with("video")
+            && let (Ok(written), Ok(taken)) = (values[4].get::<u64>(), values[5].get::<u64>())
+        {
+            let _ = writeln!(writer.lock().unwrap(), "{written},{taken}");
+        }
+        None
+    });
+    Ok(log)
 }
 
 /// Path of a sender side file next to its availability log (`….sender.csv`).

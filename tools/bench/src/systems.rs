@@ -147,6 +147,23 @@ impl System {
         matches!(self, System::Srt { .. })
     }
 
+    /// The sender reports when QUIC took each object (moqsink `sink`'s `object-handoff`)
+    /// and the receiver when it had each whole: the stages of our modes' delay.
+    pub fn reports_stages(&self) -> bool {
+        matches!(self, System::Moq { .. })
+    }
+
+    /// The buffering its receiver is set to, ms: moqsrc's and rtpjitterbuffer's `latency`,
+    /// SRT's (the sender's, which the connection negotiates; the receiver adds none).
+    /// moq-gst's player has none to set.
+    pub fn configured_latency_ms(&self) -> Option<u32> {
+        match self {
+            System::Srt { latency_ms } => Some(*latency_ms),
+            System::MoqGst => None,
+            _ => Some(RECEIVER_LATENCY_MS),
+        }
+    }
+
     /// The system carries audio beside the video (its receiver decodes both).
     pub fn has_audio(&self) -> bool {
         matches!(self, System::MoqAv)
@@ -170,7 +187,8 @@ impl System {
         }
     }
 
-    /// Compared on the loss × RTT grid (partial reliability).
+    /// Compared on the loss × RTT grid (partial reliability; its loss-free cells are where
+    /// each comparator's settings are checked).
     pub fn loss_grid() -> Vec<System> {
         vec![
             System::moq("baseline"),
@@ -182,6 +200,7 @@ impl System {
             },
             System::Srt { latency_ms: 125 },
             System::Srt { latency_ms: 500 },
+            System::Rtp,
         ]
     }
 
@@ -241,8 +260,8 @@ impl System {
                 congestion,
                 ..
             } => format!(
-                "h264parse ! moqsink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
-                 congestion-control={congestion} max-backlog={MAX_BACKLOG_MS} \
+                "h264parse ! moqsink name=sink listen={} delivery={delivery} delivery-timeout={delivery_timeout_ms} \
+                 congestion-control={congestion} max-backlog={MAX_BACKLOG_MS} signal-object-handoffs=true \
                  tls-cert-file={cert} tls-key-file={key} sync=false",
                 at.sender
             ),

@@ -499,6 +499,71 @@ fn partial_writes_resume_where_quic_stopped() {
 }
 
 #[test]
+fn an_object_is_reported_handed_off_when_quic_took_its_last_byte() {
+    let handoffs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = handoffs.clone();
+    let hook: crate::track::HandoffHook = Arc::new(move |track: &str, h: Handoff| {
+        seen.lock().unwrap().push((track.to_owned(), h));
+    });
+    // Seven bytes per millisecond: objects are taken over several writes.
+    let mut net = Net::new(PublishLimits::default(), 7);
+    net.sched.subscribe(
+        NewSubscription {
+            request_id: BASE,
+            alias: BASE + 100,
+            delivery: Mode::Baseline.base_delivery(None),
+            counters: Arc::new(TrackCounters {
+                handoff: Some(crate::track::HandoffReport::new("video", hook)),
+                ..TrackCounters::default()
+            }),
+        },
+        net.now,
+    );
+    let written = net.now;
+    let info = group(3, Mode::Baseline.base_priority(3), written);
+    for (id, len) in [(0, 20), (1, 3), (2, 41)] {
+        net.sched.object(
+            BASE,
+            info,
+            id,
+            Payload::from(frame_bytes(id, len)),
+            written,
+            written,
+        );
+    }
+    net.sched.group_closed(BASE, 3, net.now);
+    // When each object was whole on the stream, as the subscriber decodes it.
+    let mut whole_at = Vec::new();
+    for _ in 0..100 {
+        net.tick();
+        let whole = net.received(BASE, 3).map_or(0, |o| o.len());
+        while whole_at.len() < whole {
+            whole_at.push(net.now);
+        }
+    }
+    let handoffs = handoffs.lock().unwrap();
+    let expected: Vec<_> = whole_at
+        .iter()
+        .enumerate()
+        .map(|(id, &taken)| {
+            let h = Handoff {
+                group: 3,
+                object: id as u64,
+                written,
+                taken,
+            };
+            ("video".to_owned(), h)
+        })
+        .collect();
+    assert_eq!(expected.len(), 3);
+    assert_eq!(*handoffs, expected);
+    assert!(
+        expected[2].1.taken - written >= 10 * MS,
+        "taken over several writes"
+    );
+}
+
+#[test]
 fn baseline_sends_older_groups_first_and_keeps_order_below_the_budget() {
     // A link at two thirds of the stream rate: the backlog grows but stays in order.
     let mut net = Net::new(PublishLimits::default(), STREAM_BYTES_PER_MS * 2 / 3);

@@ -14,8 +14,9 @@ use moq_media::keyframes::AlignedKeyframes;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
-    Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Located, MoqUrl, PublishLimits, RelayEvent,
-    RelayPublisher, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace, Versions,
+    Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits,
+    RelayEvent, RelayPublisher, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
+    Versions,
 };
 use tokio::sync::mpsc;
 
@@ -73,6 +74,8 @@ struct Settings {
     delivery: Delivery,
     delivery_timeout_ms: u32,
     keyframe_on_subscribe: bool,
+    /// Emit `object-handoff` for every object QUIC takes.
+    signal_object_handoffs: bool,
     max_subscribers: u32,
     max_backlog_ms: u32,
     subscriber_timeout_s: u32,
@@ -168,6 +171,7 @@ impl Default for Settings {
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
             keyframe_on_subscribe: true,
+            signal_object_handoffs: false,
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
             max_backlog_ms: DEFAULT_MAX_BACKLOG_MS,
             subscriber_timeout_s: DEFAULT_SUBSCRIBER_TIMEOUT_S,
@@ -678,6 +682,29 @@ impl MoqSink {
         .build()
     }
 
+    /// Emits `object-handoff` for a hand-off, its instants as wall clock.
+    fn handoff_signal(&self) -> HandoffHook {
+        let element = self.obj().downgrade();
+        let (origin, origin_us) = (Instant::now(), unix_now_us());
+        let unix_us = move |at: Instant| {
+            origin_us.saturating_add(at.saturating_duration_since(origin).as_micros() as u64)
+        };
+        Arc::new(move |track: &str, h: Handoff| {
+            if let Some(element) = element.upgrade() {
+                element.emit_by_name::<()>(
+                    "object-handoff",
+                    &[
+                        &track,
+                        &h.group,
+                        &h.object,
+                        &unix_us(h.written),
+                        &unix_us(h.taken),
+                    ],
+                );
+            }
+        })
+    }
+
     /// Binds or connects, ready for the pads' tracks (READY → PAUSED).
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
@@ -687,6 +714,9 @@ impl MoqSink {
             Destination::Relay { located, .. } => located.namespace.clone(),
         };
         let broadcast = Broadcast::new(namespace);
+        if settings.signal_object_handoffs {
+            broadcast.on_handoff(self.handoff_signal());
+        }
         let timeout = (settings.delivery_timeout_ms > 0)
             .then(|| Duration::from_millis(settings.delivery_timeout_ms.into()));
         let mut publisher = Publisher::new(
@@ -1017,6 +1047,25 @@ impl URIHandlerImpl for MoqSink {
 }
 
 impl ObjectImpl for MoqSink {
+    fn signals() -> &'static [glib::subclass::Signal] {
+        static SIGNALS: LazyLock<Vec<glib::subclass::Signal>> = LazyLock::new(|| {
+            vec![
+                // track, group, object, when moqsink wrote it and when QUIC took its last
+                // byte (µs since the UNIX epoch). Emitted from the network thread.
+                glib::subclass::Signal::builder("object-handoff")
+                    .param_types([
+                        String::static_type(),
+                        u64::static_type(),
+                        u64::static_type(),
+                        u64::static_type(),
+                        u64::static_type(),
+                    ])
+                    .build(),
+            ]
+        });
+        SIGNALS.as_ref()
+    }
+
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             vec![
@@ -1107,6 +1156,12 @@ impl ObjectImpl for MoqSink {
                     .nick("Keyframe on subscribe")
                     .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP; at most once per GoP")
                     .default_value(true)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("signal-object-handoffs")
+                    .nick("Signal object hand-offs")
+                    .blurb("Emit object-handoff each time QUIC takes an object whole for a subscriber, with how long moqsink held it (for measuring delay per stage; costs a signal per object and subscriber)")
+                    .default_value(false)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt::builder("max-subscribers")
@@ -1230,6 +1285,9 @@ impl ObjectImpl for MoqSink {
             "keyframe-on-subscribe" => {
                 settings.keyframe_on_subscribe = value.get().unwrap_or_default()
             }
+            "signal-object-handoffs" => {
+                settings.signal_object_handoffs = value.get().unwrap_or_default()
+            }
             "format" => settings.format = value.get().unwrap_or_default(),
             "delivery" => settings.delivery = value.get().unwrap_or_default(),
             "delivery-timeout" => settings.delivery_timeout_ms = value.get().unwrap_or_default(),
@@ -1287,6 +1345,7 @@ impl ObjectImpl for MoqSink {
             "versions" => settings.versions.to_value(),
             "tls-insecure" => settings.tls_insecure.to_value(),
             "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
+            "signal-object-handoffs" => settings.signal_object_handoffs.to_value(),
             "max-subscribers" => settings.max_subscribers.to_value(),
             "max-backlog" => settings.max_backlog_ms.to_value(),
             "subscriber-timeout" => settings.subscriber_timeout_s.to_value(),

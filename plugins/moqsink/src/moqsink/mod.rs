@@ -13,6 +13,10 @@
 //! mapped to a group and object of its video track (DESIGN.md §4), audio frames to short
 //! groups above all video, and handed to the session layer, whose tasks send them to
 //! each subscriber on QUIC streams. The streaming threads never wait on the network.
+//!
+//! With `signal-object-handoffs`, the `object-handoff` signal (track, group, object, and
+//! when moqsink wrote the object and QUIC took its last byte, µs since the UNIX epoch)
+//! says how long each object waited in moqsink for each subscriber.
 
 use gst::glib;
 use gst::prelude::*;

@@ -32,6 +32,9 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
+/// Caps of the reference timestamp meta holding when moqsrc had an object's last byte
+/// (UNIX epoch, as `timestamp/x-unix`).
+const RECEIVED_META: &str = "timestamp/x-moq-received";
 const DEFAULT_TIMEOUT_S: u32 = 10;
 const DEFAULT_LATENCY_MS: u32 = 100;
 
@@ -961,6 +964,8 @@ impl MoqSrc {
             stamped.discont
         );
         // The object's budget is released with it: the buffer is downstream's now.
+        let received_us =
+            unix_now_us().saturating_sub(frame.data.received.elapsed().as_micros() as i64);
         let mut buffer = gst::Buffer::from_slice(frame.data.au);
         if let Some(buffer) = buffer.get_mut() {
             buffer.set_dts(clock_ns(stamped.dts));
@@ -982,6 +987,8 @@ impl MoqSrc {
             }
             static UNIX: LazyLock<gst::Caps> =
                 LazyLock::new(|| gst::Caps::new_empty_simple("timestamp/x-unix"));
+            static RECEIVED: LazyLock<gst::Caps> =
+                LazyLock::new(|| gst::Caps::new_empty_simple(RECEIVED_META));
             // 0: unknown (a format without a clock).
             if h.availability_us > 0 {
                 gst::ReferenceTimestampMeta::add(
@@ -991,6 +998,13 @@ impl MoqSrc {
                     gst::ClockTime::NONE,
                 );
             }
+            // With the availability time, the delay splits into before and after moqsrc.
+            gst::ReferenceTimestampMeta::add(
+                buffer,
+                &RECEIVED,
+                clock_us(received_us.max(0) as u64),
+                gst::ClockTime::NONE,
+            );
         }
         buffer
     }

@@ -12,6 +12,11 @@
 //! be decoded) and stamps them in running time through one timeline for the whole
 //! broadcast, so playback runs at 1× behind the `latency` it reports and stays in sync;
 //! after a jump or a stall every track snaps to the new media at once.
+//!
+//! Every buffer carries two reference timestamp metas in µs since the UNIX epoch: when
+//! the frame reached the publisher (`timestamp/x-unix`) and when moqsrc had its object
+//! whole (`timestamp/x-moq-received`), so a probe can tell the network's share of the
+//! latency from the receiver's.
 
 use gst::glib;
 use gst::prelude::*;

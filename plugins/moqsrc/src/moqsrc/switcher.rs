@@ -26,7 +26,9 @@
 //! playing (a higher number): a sender whose congestion window cannot carry both at once,
 //! as after losses, sends what plays first, and the new rendition waits instead of the
 //! picture. Going down, one step above: the path cannot carry the rendition playing, and
-//! were it sent first, the way out would starve behind it.
+//! were it sent first, the way out would starve behind it. The rendition playing starves
+//! instead, so going down cuts as soon as the keyframe is here rather than waiting for
+//! the old rendition to reach it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -284,6 +286,13 @@ impl Switcher {
         }
         if hold {
             switch.held.push(item);
+        }
+        let down = !self.renditions.goes_up(switch.target.to);
+        if down && switch.splice.has_key() {
+            // The path cannot carry the rendition playing: waiting for it to reach the
+            // keyframe only makes the picture freeze longer.
+            self.cut();
+            return;
         }
         self.release(false);
     }

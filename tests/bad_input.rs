@@ -276,11 +276,7 @@ fn a_wrong_fingerprint_is_refused() {
 #[test]
 fn a_vanished_publisher_is_an_error_not_a_hang() {
     let sender = Sender::start("");
-    let receiver = Receiver::start(&format!(
-        "url={} tls-fingerprint={}",
-        sender.url(),
-        sender.fingerprint()
-    ));
+    let receiver = Receiver::of(&sender);
     receiver.wait_frames(10, WAIT).expect("plays");
     drop(sender);
     let err = wait_eos(&receiver.pipeline, WAIT).expect_err("an error, not EOS");

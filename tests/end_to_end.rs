@@ -9,11 +9,7 @@ use gst::prelude::*;
 /// sender and the receiver, which has reached EOS.
 fn play_two_seconds(sink_props: &str) -> (Sender, Receiver) {
     let sender = Sender::start(sink_props);
-    let receiver = Receiver::start(&format!(
-        "url={} tls-fingerprint={}",
-        sender.url(),
-        sender.fingerprint()
-    ));
+    let receiver = Receiver::of(&sender);
     receiver
         .wait_frames(48, WAIT)
         .expect("two seconds of frames");
@@ -58,11 +54,7 @@ fn a_frames_delay_splits_into_handoff_flight_and_reorder_stages() {
         record.lock().unwrap().push((track, times));
         None
     });
-    let receiver = Receiver::start(&format!(
-        "url={} tls-fingerprint={}",
-        sender.url(),
-        sender.fingerprint()
-    ));
+    let receiver = Receiver::of(&sender);
     receiver
         .wait_frames(48, WAIT)
         .expect("two seconds of frames");
@@ -139,11 +131,7 @@ fn a_late_joiner_starts_at_the_next_keyframe() {
 #[test]
 fn after_a_pause_playback_resumes_at_the_live_edge() {
     let sender = Sender::start("");
-    let receiver = Receiver::start(&format!(
-        "url={} tls-fingerprint={}",
-        sender.url(),
-        sender.fingerprint()
-    ));
+    let receiver = Receiver::of(&sender);
     receiver.wait_frames(24, WAIT).expect("plays");
     receiver.pipeline.set_state(gst::State::Paused).unwrap();
     std::thread::sleep(std::time::Duration::from_secs(5));

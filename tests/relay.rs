@@ -568,11 +568,7 @@ fn a_keyframe_on_subscribe_shortens_the_time_to_first_frame() {
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(1700));
             let started = Instant::now();
-            let receiver = Receiver::start(&format!(
-                "url={} tls-fingerprint={}",
-                sender.url(),
-                sender.fingerprint()
-            ));
+            let receiver = Receiver::of(&sender);
             receiver.wait_frames(1, WAIT).expect("a first frame");
             times.push(started.elapsed());
         }

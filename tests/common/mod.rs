@@ -436,6 +436,15 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// A receiver of what `sender` publishes, its certificate pinned.
+    pub fn of(sender: &Sender) -> Receiver {
+        Receiver::start(&format!(
+            "url={} tls-fingerprint={}",
+            sender.url(),
+            sender.fingerprint()
+        ))
+    }
+
     pub fn start(src_properties: &str) -> Receiver {
         init();
         let description = format!(

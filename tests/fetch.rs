@@ -11,7 +11,7 @@ use moq_media::FrameHeader;
 use moq_soak::peer::RawPeer;
 use moq_wire::draft14::{
     ControlMessage, DataStreamHeader, Fetch, FetchObjectHeader, FetchType, GroupOrder,
-    JoiningFetch, Location, ObjectStatus, Parameters, fetch_error,
+    JoiningFetch, Location, ObjectStatus, Parameters, SubgroupObjectHeader, fetch_error,
 };
 
 /// The next control message that is not MAX_REQUEST_ID, within 10 s.
@@ -81,7 +81,9 @@ async fn subscribed_peer(sender: &Sender) -> (RawPeer, Location) {
 
 #[test]
 fn a_joining_fetch_gets_the_head_of_the_current_group() {
-    let sender = Sender::start("");
+    // Without a keyframe request the subscription starts in the group under way, whose
+    // head the joining FETCH is for.
+    let sender = Sender::start("keyframe-on-subscribe=false");
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
     receiver.wait_frames(30, WAIT).expect("plays");
     runtime().block_on(async {
@@ -122,6 +124,58 @@ fn a_joining_fetch_gets_the_head_of_the_current_group() {
                 assert_eq!(frame.kind, FrameKind::Key, "a group starts at a keyframe");
             }
         }
+    });
+}
+
+/// A largest-object subscription (moq-relay's, upstream) that asks the encoder for a
+/// keyframe starts at the group that keyframe begins, not in the group under way, whose
+/// keyframe is up to a GoP old; a joining FETCH then finds nothing to join.
+#[test]
+fn a_subscription_that_brings_a_keyframe_starts_at_its_group() {
+    let sender = Sender::start("");
+    let deadline = std::time::Instant::now() + WAIT;
+    while sender.sent().len() < 24 {
+        assert!(std::time::Instant::now() < deadline, "the sender publishes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    runtime().block_on(async {
+        let (mut peer, largest) = subscribed_peer(&sender).await;
+        let joining = JoiningFetch {
+            joining_request_id: 0,
+            joining_start: 0,
+        };
+        peer.send(&fetch(2, FetchType::RelativeJoining(joining)))
+            .await
+            .expect("FETCH");
+        let ControlMessage::FetchError(refused) = reply(&mut peer).await else {
+            panic!("expected FETCH_ERROR");
+        };
+        assert_eq!(refused.code, fetch_error::INVALID_RANGE, "{refused:?}");
+        let mut stream = tokio::time::timeout(WAIT, peer.accept_stream())
+            .await
+            .expect("a stream in time")
+            .expect("accepts");
+        // The group ends at the next keyframe, 15 frames on.
+        let bytes = tokio::time::timeout(WAIT, stream.read_to_end(16 << 20))
+            .await
+            .expect("the group ends in time")
+            .expect("reads");
+        let Ok((DataStreamHeader::Subgroup(header), used)) = DataStreamHeader::decode(&bytes)
+        else {
+            panic!("a subgroup stream");
+        };
+        let (object, object_used) =
+            SubgroupObjectHeader::decode(&bytes[used..], header.extensions_present)
+                .expect("an object");
+        let payload = &bytes[used + object_used..][..object.payload_len as usize];
+        let (frame, _) = FrameHeader::decode(payload).expect("a frame of ours");
+        eprintln!(
+            "subscribed at {largest:?}: first group {} starts with a {:?}",
+            header.group_id, frame.kind
+        );
+        assert_eq!(header.group_id, largest.group + 1, "the next group");
+        assert_eq!(object.object_id(None), Ok(0));
+        assert_eq!(frame.kind, FrameKind::Key);
     });
 }
 

@@ -65,7 +65,8 @@ impl Refusal {
 
 /// The range of a joining FETCH: `joining_start` groups before (relative) or from group
 /// `joining_start` (absolute) up to `largest`, the largest location the joined
-/// subscription's SUBSCRIBE_OK announced (none: the track had no content, INVALID_RANGE).
+/// subscription's SUBSCRIBE_OK announced (none: the track had no content, or the
+/// subscription starts at a new group; INVALID_RANGE).
 pub(crate) fn joining_range(
     largest: Option<Location>,
     joining_start: u64,
@@ -224,7 +225,10 @@ pub(crate) fn fetch(
             match joining_range(largest, j.joining_start, relative) {
                 Ok(range) => (track, range),
                 Err(refusal) => {
-                    return refuse(refusal.code(), "the joined track had no content".into());
+                    return refuse(
+                        refusal.code(),
+                        "nothing precedes the joined subscription".into(),
+                    );
                 }
             }
         }

@@ -43,8 +43,8 @@ pub use scheduler::PublishLimits;
 pub use session::{Role, Session, SessionConfig};
 pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
 pub use track::{
-    Broadcast, GroupWriter, Handoff, HandoffHook, Payload, Priority, TrackDelivery, TrackProducer,
-    TrackStats,
+    Broadcast, GroupWriter, Handoff, HandoffHook, Payload, Priority, SubscribeHook, TrackDelivery,
+    TrackProducer, TrackStats,
 };
 pub use url::{DEFAULT_PORT, Located, MoqUrl, UrlError, parse_namespace};
 pub use version::{DEFAULT_VERSIONS, Version, Versions};

@@ -95,6 +95,9 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         );
     };
     let largest = track.largest();
+    // Asked first, so that a new group the subscription itself brings on (a keyframe
+    // request) is where it starts.
+    let new_group_coming = broadcast.notify_subscribed(&name);
     {
         let mut state = lock(&inner.state);
         if state.serves(&msg.track_name) {
@@ -105,8 +108,10 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
                 format!("track {name:?} is already subscribed in this session"),
             );
         }
-        // A joining FETCH may name it (the draft allows that with this filter only).
-        let joinable = (msg.filter == FilterType::LargestObject).then(|| (track.clone(), largest));
+        // A joining FETCH may name it (the draft allows that with this filter only); when
+        // it starts at a new group, there is nothing before it to join.
+        let joinable = (msg.filter == FilterType::LargestObject)
+            .then(|| (track.clone(), largest.filter(|_| !new_group_coming)));
         state.start_serving(msg.request_id, msg.track_name.clone(), joinable);
     }
     let (start, end_group) = match msg.filter {
@@ -121,9 +126,14 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         // group instead: a group is the only decodable join point, and moq-relay (which
         // subscribes upstream with this filter) drops a stream that does not start at
         // object 0. For the catalog it is also the only way to get the current one.
+        // When a new group is on its way, at that one: the relay would otherwise pass
+        // the group under way, keyframe seconds old, on to its viewers in one burst.
         FilterType::LargestObject => (
             Location {
-                group: largest.map_or(0, |l| l.group),
+                group: largest.map_or(0, |l| match new_group_coming {
+                    true => l.group.saturating_add(1),
+                    false => l.group,
+                }),
                 object: 0,
             },
             None,
@@ -162,7 +172,6 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         _active: ActiveGuard::new(broadcast.inner.clone()),
     };
     publisher.command(inner, Command::Serve(Box::new(served)));
-    broadcast.notify_subscribed(&name);
 }
 
 /// A subscriber of `request_id` asks for a new group: ask the producer for a keyframe.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use moq_wire::draft14::{GroupOrder, Location, TrackNamespace};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical
 /// section here leaves the state consistent, so the data stays usable.
@@ -218,6 +218,11 @@ pub struct Handoff {
 /// Told of every [`Handoff`] of a broadcast, with the track's name. Called on the
 /// session's task: it must not block.
 pub type HandoffHook = Arc<dyn Fn(&str, Handoff) + Send + Sync>;
+
+/// Told the track name of every new subscription (e.g. to ask the encoder for a keyframe,
+/// so a new viewer need not wait for the next GoP); answers whether a new group of that
+/// track is on its way because of it. Called on the session's task: it must not block.
+pub type SubscribeHook = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// A track's [`HandoffHook`], with the name it reports.
 #[derive(Clone)]
@@ -436,16 +441,26 @@ pub struct Broadcast {
     pub(crate) inner: Arc<BroadcastInner>,
 }
 
-#[derive(Debug)]
 pub(crate) struct BroadcastInner {
     pub namespace: TrackNamespace,
     tracks: Mutex<HashMap<Vec<u8>, Arc<TrackShared>>>,
     /// Number of subscriptions currently being served, across sessions.
     pub active: watch::Sender<usize>,
     /// Told the track name of every new subscription.
-    subscribed: Mutex<Option<mpsc::Sender<String>>>,
+    subscribed: Mutex<Option<SubscribeHook>>,
     /// Given to the tracks created from then on.
     handoff: Mutex<Option<HandoffReport>>,
+}
+
+impl std::fmt::Debug for BroadcastInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BroadcastInner")
+            .field("namespace", &self.namespace)
+            .field("tracks", &self.tracks)
+            .field("active", &self.active)
+            .field("handoff", &self.handoff)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Broadcast {
@@ -504,11 +519,9 @@ impl Broadcast {
         }
     }
 
-    /// Sends the track name of every new subscription to `tx` (e.g. to ask the encoder
-    /// for a keyframe so a new viewer need not wait for the next GoP). Never waits: when
-    /// `tx` is full the notice is dropped, as one already waiting says the same.
-    pub fn on_subscribe(&self, tx: mpsc::Sender<String>) {
-        *lock(&self.inner.subscribed) = Some(tx);
+    /// Calls `hook` with the track name of every new subscription, before it is served.
+    pub fn on_subscribe(&self, hook: SubscribeHook) {
+        *lock(&self.inner.subscribed) = Some(hook);
     }
 
     /// Reports every object QUIC takes whole, per subscriber, on the tracks created from
@@ -517,10 +530,11 @@ impl Broadcast {
         *lock(&self.inner.handoff) = Some(HandoffReport::new("", hook));
     }
 
-    pub(crate) fn notify_subscribed(&self, track: &str) {
-        if let Some(tx) = lock(&self.inner.subscribed).as_ref() {
-            let _ = tx.try_send(track.to_owned());
-        }
+    /// Tells the hook of a new subscription to `track`: whether a new group of it is on
+    /// its way because of it.
+    pub(crate) fn notify_subscribed(&self, track: &str) -> bool {
+        let hook = lock(&self.inner.subscribed).clone();
+        hook.is_some_and(|hook| hook(track))
     }
 
     /// Number of subscriptions being served right now.
@@ -659,14 +673,18 @@ mod tests {
     }
 
     #[test]
-    fn subscription_notices_never_wait() {
+    fn the_subscribe_hook_answers_whether_a_new_group_comes() {
         let b = broadcast();
-        let (tx, mut rx) = mpsc::channel(1);
-        b.on_subscribe(tx);
-        b.notify_subscribed("video");
-        b.notify_subscribed("video");
-        assert_eq!(rx.try_recv().unwrap(), "video");
-        assert!(rx.try_recv().is_err(), "the second notice was dropped");
+        assert!(!b.notify_subscribed("video"), "no hook: nothing comes");
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let seen = told.clone();
+        b.on_subscribe(Arc::new(move |track: &str| {
+            lock(&seen).push(track.to_owned());
+            track == "video"
+        }));
+        assert!(b.notify_subscribed("video"));
+        assert!(!b.notify_subscribed("catalog"));
+        assert_eq!(*lock(&told), ["video", "catalog"]);
     }
 
     #[test]

@@ -417,7 +417,7 @@ impl MoqSink {
 
     /// Asks the encoder upstream of video track `track` for a keyframe, so a new viewer
     /// starts without waiting for a GoP; at most once per GoP, however many viewers join.
-    fn request_keyframe(&self, track: &str) {
+    fn request_keyframe(&self, track: &str) -> bool {
         let decision = lock(&self.state).as_mut().and_then(|s| {
             let id = s.publisher.video_track_named(track)?;
             Some((id, s.publisher.allow_keyframe_request(id, unix_now_us())))
@@ -430,31 +430,34 @@ impl MoqSink {
                     imp = self,
                     "{track}: keyframe requested less than a GoP ago"
                 );
-                return;
+                return false;
             }
             // Not a video track: nothing to ask for.
-            None => return,
+            None => return false,
         };
-        self.force_keyframe(id, track);
+        self.force_keyframe(id, track)
     }
 
-    /// Sends a keyframe request upstream of the pad of track `id` (`track` names it).
-    fn force_keyframe(&self, id: TrackId, track: &str) {
+    /// Sends a keyframe request upstream of the pad of track `id` (`track` names it):
+    /// whether upstream took it.
+    fn force_keyframe(&self, id: TrackId, track: &str) -> bool {
         let Some(entry) = self.pad_entry(id) else {
-            return;
+            return false;
         };
         let event = gst::event::CustomUpstream::new(
             gst::Structure::builder("GstForceKeyUnit")
                 .field("all-headers", true)
                 .build(),
         );
-        if !entry.pad.push_event(event) {
+        let taken = entry.pad.push_event(event);
+        if !taken {
             gst::debug!(
                 CAT,
                 imp = self,
                 "{track}: upstream did not handle the keyframe request"
             );
         }
+        taken
     }
 
     fn post_message(&self, name: &str, fields: &[(&str, &(dyn ToSendValue + Sync))]) {
@@ -737,9 +740,13 @@ impl MoqSink {
                 })?;
         }
         if settings.keyframe_on_subscribe {
-            let (tx, rx) = mpsc::channel(EVENT_QUEUE);
-            broadcast.on_subscribe(tx);
-            RUNTIME.spawn(request_keyframes(self.obj().downgrade(), rx));
+            let element = self.obj().downgrade();
+            broadcast.on_subscribe(Arc::new(move |track: &str| {
+                element.upgrade().is_some_and(|element| {
+                    gst::debug!(CAT, obj = element, "subscriber joined {track}");
+                    element.imp().request_keyframe(track)
+                })
+            }));
         }
         let link = self.start_link(&settings, destination, &broadcast)?;
         self.estimated_bps.store(0, Ordering::Relaxed);
@@ -1154,7 +1161,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoolean::builder("keyframe-on-subscribe")
                     .nick("Keyframe on subscribe")
-                    .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP; at most once per GoP")
+                    .blurb("Ask upstream for a keyframe (force-key-unit) when a subscriber joins the video track, so it need not wait for the next GoP; at most once per GoP. A largest-object subscription (a relay's) whose request upstream took starts at that keyframe's group, not in the group under way")
                     .default_value(true)
                     .mutable_ready()
                     .build(),
@@ -1585,19 +1592,5 @@ async fn forward_relay_events(
                 );
             }
         }
-    }
-}
-
-/// Asks for a keyframe whenever a subscriber joins a video track.
-async fn request_keyframes(
-    element: glib::WeakRef<super::MoqSink>,
-    mut subscribed: mpsc::Receiver<String>,
-) {
-    while let Some(track) = subscribed.recv().await {
-        let Some(element) = element.upgrade() else {
-            return;
-        };
-        gst::debug!(CAT, obj = element, "subscriber joined {track}");
-        element.imp().request_keyframe(&track);
     }
 }

@@ -1008,7 +1008,7 @@ fn each_viewer_of_the_relay_gets_the_rendition_its_path_carries() {
 
 /// A CASCADE-like link (1200 → 400 → 1200 kbit/s, 3 s of queue at 400): the viewer goes
 /// down when the rate drops and back up when it returns; how long the output stopped
-/// around each switch is printed, and none may freeze the picture for over 2 s.
+/// around each switch is printed, and none may freeze the picture for long.
 #[test]
 fn a_viewer_follows_the_link_rate_down_and_back_up() {
     let relay = Relay::start();
@@ -1074,23 +1074,15 @@ fn a_viewer_follows_the_link_rate_down_and_back_up() {
             .any(|(at, w)| *at >= start + Duration::from_secs(50) && *w > low),
         "back up once the link is at 1200 kbit/s again: {sizes:?}"
     );
-    // Going up after the 400 kbit/s stretch once froze the picture for 1.1 s: subscribed
-    // as the playing rendition's keyframe arrived, the new rendition's group had not begun
-    // yet (its encoder's keyframe follows a frame later), so the publisher and the relay
-    // served the whole previous one, 168 kB in 100 ms into a 150 kB queue. Over 30 runs
-    // since, the longest gap at a switch up was 150-225 ms.
-    //
-    // Going down freezes the picture: the rendition playing starves behind the one
-    // switched to, whose first data crosses the queue the congestion built (~350 ms when
-    // it is detected), starting with what moq-relay sends of its current group whatever
-    // the filter asks. Measured with a gap that ends at the switch counted (an earlier
-    // measure missed those): 1.20-1.38 s over 4 runs when the cut waited for the old
-    // rendition to reach the keyframe, 0.15-1.33 s (median 1.04) over 5 since it cuts as
-    // soon as the keyframe is here. The bounds are generous.
-    let down_bound = Duration::from_millis(2500);
-    let up_bound = Duration::from_secs(1);
+    // Both directions once froze the picture for a second: moq-relay, subscribing anew to
+    // the rendition switched to, was sent moqsink's group under way from its keyframe and
+    // passed it on in one burst that the splice could not use and the narrow link had to
+    // carry first (1.17-1.29 s at the switch down over 3 runs, 57-222 ms up). moqsink now
+    // starts such a subscription at the group its keyframe request brings on: 120-161 ms
+    // down over 6 runs, 72-76 ms up. The bound is generous for a loaded machine, and well
+    // below what the burst cost.
+    let bound = Duration::from_millis(600);
     for (at, width, stall) in &stalls {
-        let bound = if *width == low { down_bound } else { up_bound };
         assert!(
             *stall <= bound,
             "a {stall:?} stall at the switch to width {width} at {at:.1} s"

@@ -646,7 +646,7 @@ async fn start_track(
     let Some(tx) = progress.output(&track.name).cloned() else {
         return Ok(());
     };
-    let switcher = (track.kind == MediaKind::Video && track.enhancement.is_none())
+    let mut switcher = (track.kind == MediaKind::Video && track.enhancement.is_none())
         .then(|| {
             let prefs = controls.borrow().abr.clone();
             Switcher::new(
@@ -676,6 +676,9 @@ async fn start_track(
         },
         None => subscribe(config, session, name, priority(track.kind)).await?,
     };
+    if let Some(switcher) = &mut switcher {
+        switcher.subscribed(main.largest);
+    }
     let enhancement = match &track.enhancement {
         Some(name) => Some(subscribe(config, session, name, ENHANCEMENT_PRIORITY).await?),
         None => None,
@@ -723,8 +726,20 @@ pub async fn subscribe(
     name: &str,
     priority: u8,
 ) -> Result<Subscription, String> {
+    subscribe_from(config, session, name, priority, FilterType::NextGroupStart).await
+}
+
+/// Subscribes to a media track of the namespace from where `filter` says.
+pub async fn subscribe_from(
+    config: &ReceiverConfig,
+    session: &Session,
+    name: &str,
+    priority: u8,
+    filter: FilterType,
+) -> Result<Subscription, String> {
     let options = SubscribeOptions {
         priority,
+        filter,
         ..SubscribeOptions::default()
     };
     session

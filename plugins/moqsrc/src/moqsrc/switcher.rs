@@ -9,18 +9,25 @@
 //! old frame waits until the new rendition has caught up with it, for at most
 //! [`OLD_WAIT`].
 //!
-//! A relay serves a new subscription from the start of its current group, all at once:
-//! subscribed mid-group, the rendition switched to arrives as seconds of frames in one
-//! burst, which fills a narrow link's queue and delays the old rendition still playing;
-//! and the splice cannot use them, they are older than what was played. Going down is
-//! urgent and takes that chance, but going up subscribes [`JOIN_AFTER_KEY_US`] after the
-//! playing rendition's next keyframe arrived. The other renditions' groups start a frame
-//! or more after it (moqsink asks their encoders for a keyframe when it sees the first),
-//! so subscribed at once, the publisher's current group of the new rendition is often
-//! still the previous one: a whole group in one burst, which through a narrow link froze
-//! both renditions for a second. A little later, its current group has only just begun;
-//! the splice cannot use that one (it starts before what has played by then) and cuts at
-//! the next, which flows at its encoder's pace.
+//! Nothing of the new rendition's group under way can be used: its keyframe is older than
+//! what has played. A publisher that honours the "next group start" filter sends none of
+//! it. moq-relay ignores that filter and sends the group it holds from its keyframe, all
+//! at once: through a narrow link, seconds of useless frames that fill the queue and
+//! starve the rendition playing. It honours "largest object", starting after its newest
+//! object at the encoder's pace. So a switch asks with the filter the publisher honours,
+//! learned from the first frame of any subscription that asked for the next group start
+//! (one of a group SUBSCRIBE_OK already named says the filter is ignored), and stops a
+//! group (STOP_SENDING) as soon as the splice discards a frame of it: the rest would only
+//! delay what plays. A relay that no longer held the rendition subscribes to the
+//! publisher again, and passes on what it gets: moqsink, asked for a keyframe by that
+//! subscription, serves it from the group the keyframe starts.
+//!
+//! Until the filter is learned, a switch up hedges: it subscribes [`JOIN_AFTER_KEY_US`]
+//! after the playing rendition's next keyframe arrived. The other renditions' groups
+//! start a frame or more after it (moqsink asks their encoders for a keyframe when it
+//! sees the first), so a relay's group of the new rendition has only just begun then, a
+//! small burst at most; the splice cuts at the next group, which flows at its encoder's
+//! pace. Going down is urgent and subscribes at once.
 //!
 //! Going up, the rendition switched to is subscribed one priority step below the one
 //! playing (a higher number): a sender whose congestion window cannot carry both at once,
@@ -37,7 +44,7 @@ use h264::FrameKind;
 use moq_media::FrameHeader;
 use moq_media::catalog::Catalog;
 use moq_media::splice::{NewFrame, OldFrame, Renumber, Splice};
-use moq_session::{Session, Subscription, TrackEvent};
+use moq_session::{FilterType, Location, Session, Subscription, TrackEvent};
 use tokio::task::JoinHandle;
 
 use super::receiver::{self, BASE_PRIORITY, Event, Item, Received, ReceiverConfig};
@@ -54,6 +61,23 @@ const GROUP_START_WAIT_US: u64 = 5_000_000;
 /// for the other renditions' encoders to start their groups too.
 const JOIN_AFTER_KEY_US: u64 = 200_000;
 
+/// Whether a publisher sent the group under way to a subscription that asked for the next
+/// group start: the largest group its SUBSCRIBE_OK named, until the first frame came.
+#[derive(Debug, Default)]
+struct JoinCheck(Option<u64>);
+
+impl JoinCheck {
+    /// A subscription from the next group start, after `largest`.
+    fn after(largest: Option<Location>) -> JoinCheck {
+        JoinCheck(largest.map(|l| l.group))
+    }
+
+    /// A frame of group `group` came: true if it is the first and of a group not asked for.
+    fn replayed(&mut self, group: u64) -> bool {
+        self.0.take().is_some_and(|largest| group <= largest)
+    }
+}
+
 /// A switch up waiting to subscribe.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -69,8 +93,12 @@ struct Switch {
     target: Target,
     /// Its subscription's priority.
     priority: u8,
+    /// Whether it asks for the next group start (else the largest object).
+    next_group: bool,
     subscribing: Option<JoinHandle<Result<Subscription, String>>>,
     subscription: Option<Subscription>,
+    /// Whether its publisher sent a group not asked for, until its first frame.
+    join: JoinCheck,
     splice: Splice,
     /// The new rendition's items until the cut, in its own numbering.
     held: Vec<Item>,
@@ -112,6 +140,10 @@ pub struct Switcher {
     pending: Option<Pending>,
     quiet_until: u64,
     outgoing: Outgoing,
+    /// The playing rendition's first subscription, until its first frame.
+    main_join: JoinCheck,
+    /// The publisher sends its group under way whatever the filter (moq-relay does).
+    replays_current_group: bool,
 }
 
 impl Switcher {
@@ -138,7 +170,15 @@ impl Switcher {
             pending: None,
             quiet_until: 0,
             outgoing: Outgoing::default(),
+            main_join: JoinCheck::default(),
+            replays_current_group: false,
         })
+    }
+
+    /// The playing rendition was subscribed from the next group start, and the publisher
+    /// had published up to `largest`.
+    pub fn subscribed(&mut self, largest: Option<Location>) {
+        self.main_join = JoinCheck::after(largest);
     }
 
     fn now_us(&self) -> u64 {
@@ -184,6 +224,11 @@ impl Switcher {
     /// while a switch is under way.
     pub fn old(&mut self, mut item: Item) {
         let keyframe = matches!(&item, Item::Frame(f) if f.header.kind == FrameKind::Key);
+        if let Item::Frame(frame) = &item
+            && self.main_join.replayed(frame._object.group)
+        {
+            self.replays_current_group = true;
+        }
         match &mut item {
             Item::Frame(frame) => {
                 self.observe(frame, true);
@@ -256,7 +301,12 @@ impl Switcher {
             let subscribed = task.await;
             switch.subscribing = None;
             match subscribed {
-                Ok(Ok(subscription)) => switch.subscription = Some(subscription),
+                Ok(Ok(subscription)) => {
+                    if switch.next_group {
+                        switch.join = JoinCheck::after(subscription.largest);
+                    }
+                    switch.subscription = Some(subscription);
+                }
                 _ => return None,
             }
         }
@@ -283,6 +333,11 @@ impl Switcher {
         };
         if let Item::Frame(frame) = &item {
             switch.reached = switch.reached.max(Some(frame.header.dts));
+            self.replays_current_group |= switch.join.replayed(frame._object.group);
+            if !hold && let Some(subscription) = &switch.subscription {
+                // The rest of a group the splice discards a frame of never plays either.
+                subscription.stop_groups_before(frame._object.group.saturating_add(1));
+            }
         }
         if hold {
             switch.held.push(item);
@@ -349,15 +404,21 @@ impl Switcher {
             true => self.priority.saturating_add(1),
             false => self.priority.saturating_sub(1),
         };
-        let subscribing =
-            tokio::spawn(
-                async move { receiver::subscribe(&config, &session, &name, priority).await },
-            );
+        let next_group = !self.replays_current_group;
+        let filter = match next_group {
+            true => FilterType::NextGroupStart,
+            false => FilterType::LargestObject,
+        };
+        let subscribing = tokio::spawn(async move {
+            receiver::subscribe_from(&config, &session, &name, priority, filter).await
+        });
         self.switch = Some(Switch {
             target,
             priority,
+            next_group,
             subscribing: Some(subscribing),
             subscription: None,
+            join: JoinCheck::default(),
             splice: Splice::new(self.last),
             held: Vec::new(),
             reached: None,
@@ -438,5 +499,32 @@ impl Switcher {
                 reason: switch.target.reason,
             },
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(group: u64) -> Option<Location> {
+        Some(Location { group, object: 7 })
+    }
+
+    #[test]
+    fn a_first_group_already_named_by_subscribe_ok_was_not_asked_for() {
+        let mut check = JoinCheck::after(at(10));
+        assert!(check.replayed(10), "the group under way came");
+        assert!(!check.replayed(10), "only the first frame tells");
+        assert!(
+            !JoinCheck::after(at(10)).replayed(11),
+            "the next group, as asked"
+        );
+        assert!(JoinCheck::after(at(10)).replayed(3), "an older group came");
+    }
+
+    #[test]
+    fn nothing_to_tell_without_a_largest_group_or_a_subscription() {
+        assert!(!JoinCheck::after(None).replayed(0));
+        assert!(!JoinCheck::default().replayed(0));
     }
 }

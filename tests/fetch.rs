@@ -79,6 +79,18 @@ async fn subscribed_peer(sender: &Sender) -> (RawPeer, Location) {
     (peer, largest)
 }
 
+/// A joining FETCH (request 2) for the current group of the peer's subscription 0: the reply.
+async fn joining_fetch(peer: &mut RawPeer) -> ControlMessage {
+    let joining = JoiningFetch {
+        joining_request_id: 0,
+        joining_start: 0,
+    };
+    peer.send(&fetch(2, FetchType::RelativeJoining(joining)))
+        .await
+        .expect("FETCH");
+    reply(peer).await
+}
+
 #[test]
 fn a_joining_fetch_gets_the_head_of_the_current_group() {
     // Without a keyframe request the subscription starts in the group under way, whose
@@ -88,14 +100,7 @@ fn a_joining_fetch_gets_the_head_of_the_current_group() {
     receiver.wait_frames(30, WAIT).expect("plays");
     runtime().block_on(async {
         let (mut peer, largest) = subscribed_peer(&sender).await;
-        let joining = JoiningFetch {
-            joining_request_id: 0,
-            joining_start: 0,
-        };
-        peer.send(&fetch(2, FetchType::RelativeJoining(joining)))
-            .await
-            .expect("FETCH");
-        let ControlMessage::FetchOk(fetch_ok) = reply(&mut peer).await else {
+        let ControlMessage::FetchOk(fetch_ok) = joining_fetch(&mut peer).await else {
             panic!("expected FETCH_OK");
         };
         assert_eq!(
@@ -140,14 +145,7 @@ fn a_subscription_that_brings_a_keyframe_starts_at_its_group() {
     }
     runtime().block_on(async {
         let (mut peer, largest) = subscribed_peer(&sender).await;
-        let joining = JoiningFetch {
-            joining_request_id: 0,
-            joining_start: 0,
-        };
-        peer.send(&fetch(2, FetchType::RelativeJoining(joining)))
-            .await
-            .expect("FETCH");
-        let ControlMessage::FetchError(refused) = reply(&mut peer).await else {
+        let ControlMessage::FetchError(refused) = joining_fetch(&mut peer).await else {
             panic!("expected FETCH_ERROR");
         };
         assert_eq!(refused.code, fetch_error::INVALID_RANGE, "{refused:?}");

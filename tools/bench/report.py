@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Plots and BENCHMARKS.md from a moq-bench run directory.
-
+usage: report.py DIR [--reading FILE] [--publish REPO] [--fanout-runs DIR2 ..]
 usage: report.py DIR [--reading FILE] [--publish REPO]
 
 Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md,
@@ -9,6 +9,7 @@ only fanout.json gets DIR/FANOUT.md.
 A reading (the honest interpretation, written by a person) is taken from --reading FILE or
 DIR/reading.md when present and placed under "Reading". --publish REPO also writes the
 report as REPO/BENCHMARKS.md with its plots and summary.json under REPO/benchmarks/.
+`report.py DIR --fanout-runs DIR2 ..` prints the median and min–max over several fan-out runs.
 """
 
 import argparse
@@ -908,6 +909,60 @@ def fanout_section(out):
     return md
 
 
+def fanout_spread(dirs):
+    """Several fan-out runs (each DIR/fanout.json): per path, build and N, the median with
+    min–max of each figure, and the direct cost of every other build against the first."""
+    rows = {}
+    builds = []
+    for d in dirs:
+        f = json.load(open(os.path.join(d, "fanout.json")))
+        builds += [b["label"] for b in f["builds"] if b["label"] not in builds]
+        for r in f["runs"]:
+            rows.setdefault((r["path"], r["build"], r["subscribers"]), []).append(r)
+    keys = sorted(rows, key=lambda k: (k[0] != "direct", builds.index(k[1]), k[2]))
+    md = [
+        f"Median of {len(dirs)} runs, (min–max) in brackets:",
+        "",
+        f"| path | build | N | received / expected ({len(dirs)} runs) | latency p50 (ms) | p99 (ms) "
+        "| sender % of a core | sender µs/object | sender RSS (MB) | relay % of a core | relay RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k in keys:
+        rs = rows[k]
+
+        def cell(key):
+            return spread([r.get(key) for r in rs], 1)
+
+        received = sum(r["objects_received"] for r in rs)
+        expected = sum(r["objects_expected"] for r in rs)
+        md.append(
+            f"| {k[0]} | {k[1]} | {k[2]} | {received} / {expected} | {cell('latency_p50_ms')} "
+            f"| {cell('latency_p99_ms')} | {cell('sender_cpu_pct')} | {cell('sender_cpu_us_per_object')} "
+            f"| {cell('sender_rss_mb')} | {cell('relay_cpu_pct')} | {cell('relay_rss_mb')} |"
+        )
+    md.append("")
+    base = builds[0]
+    for other in builds[1:]:
+        md.append(f"Direct, per N, what `{other}` costs more than `{base}` (difference of the medians):")
+        md.append("")
+        md.append("| N | sender % of a core | sender µs/object | sender RSS (MB) |")
+        md.append("|---|---|---|---|")
+        for k in keys:
+            if k[0] != "direct" or k[1] != base or ("direct", other, k[2]) not in rows:
+                continue
+
+            def more(key):
+                a = median([r[key] for r in rows[k]])
+                b = median([r[key] for r in rows[("direct", other, k[2])]])
+                return f"{b - a:+.1f}"
+
+            md.append(
+                f"| {k[2]} | {more('sender_cpu_pct')} | {more('sender_cpu_us_per_object')} | {more('sender_rss_mb')} |"
+            )
+        md.append("")
+    return md
+
+
 def fanout_only(out):
     """A directory with only a fan-out run: DIR/FANOUT.md."""
     md = ["# Fan-out benchmark", ""]
@@ -925,8 +980,14 @@ def main():
     parser.add_argument("out", help="the moq-bench --out directory")
     parser.add_argument("--reading", help="the reading to include (default: DIR/reading.md)")
     parser.add_argument("--publish", metavar="REPO", help="also write REPO/BENCHMARKS.md and REPO/benchmarks/")
+    parser.add_argument(
+        "--fanout-runs", nargs="+", metavar="DIR", help="other fan-out runs: print the spread of DIR and these"
+    )
     args = parser.parse_args()
     out = args.out
+    if args.fanout_runs:
+        print("\n".join(fanout_spread([out] + args.fanout_runs)))
+        return
     reading_file = args.reading or os.path.join(out, "reading.md")
     if not os.path.exists(os.path.join(out, "summary.json")) and os.path.exists(os.path.join(out, "fanout.json")):
         fanout_only(out)

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Plots and BENCHMARKS.md from a moq-bench run directory.
-usage: report.py DIR [--reading FILE] [--publish REPO] [--fanout-runs DIR2 ..]
-usage: report.py DIR [--reading FILE] [--publish REPO]
+usage: report.py DIR [--reading FILE] [--publish REPO] [--fanout FDIR ..]
+usage: report.py FDIR [--fanout-runs FDIR2 ..]
 
 Reads DIR/summary.json and DIR/frames/*.csv; writes DIR/plots/*.png and DIR/BENCHMARKS.md,
-with a fan-out section when DIR/fanout.json (`moq-bench --fanout`) is there; a directory with
-only fanout.json gets DIR/FANOUT.md.
+with a fan-out section when DIR/fanout.json (`moq-bench --fanout`) is there, or from the
+fan-out runs given with --fanout (their median and min–max); a directory with only
+fanout.json gets FDIR/FANOUT.md.
 A reading (the honest interpretation, written by a person) is taken from --reading FILE or
 DIR/reading.md when present and placed under "Reading". --publish REPO also writes the
 report as REPO/BENCHMARKS.md with its plots and summary.json under REPO/benchmarks/.
@@ -832,22 +833,10 @@ def adaptive_goals(summaries, profiles_dir):
     return md
 
 
-def fanout_section(out):
-    """Fan-out (`moq-bench --fanout`, DIR/fanout.json): one moqsink, N subscribers, directly
-    and through moq-relay; latency, losses, CPU and memory per N."""
-    path = os.path.join(out, "fanout.json")
-    if not os.path.exists(path):
-        return []
-    f = json.load(open(path))
+def fanout_method(f):
+    """How a fan-out run measures, from its fanout.json."""
     clip = f["clip"]
-    builds = [b["label"] for b in f["builds"]]
-    runs = sorted(
-        f["runs"],
-        key=lambda r: (r["path"] != "direct", builds.index(r["build"]) if r["build"] in builds else len(builds), r["subscribers"]),
-    )
-    md = [
-        "## Fan-out",
-        "",
+    return (
         f"One sender process plays a {clip['width']}x{clip['height']} H.264 clip ({clip['kbit']:.0f} kbit/s, "
         f"{clip['fps']} fps, GoP {clip['gop']}, x264 `{clip['x264']}`; encoded once, looped) through "
         "`appsrc ! h264parse ! moqsink` (default delivery, `sync=true`). N subscribers in the benchmark process, each "
@@ -858,9 +847,30 @@ def fanout_section(out):
         f"window, arriving up to {fmt(f['late_grace_s'])} s after it. Expected = frames in the window × N. CPU = "
         "utime + stime (`/proc/PID/stat`) of the sender and of moq-relay, each its own process, in % of one core and "
         "per object the subscribers received; RSS = the largest `VmRSS` sample (1 s) in the window; subscribers' CPU "
-        f"= the benchmark process's. {f['cpus']} CPUs; load average before "
-        f"{' '.join(fmt(v, 2) for v in f['load_before']) if f.get('load_before') else '–'}, after "
-        f"{' '.join(fmt(v, 2) for v in f['load_after']) if f.get('load_after') else '–'}.",
+        "= the benchmark process's."
+    )
+
+
+def fanout_section(dirs):
+    """Fan-out (`moq-bench --fanout`, each DIR/fanout.json): one moqsink, N subscribers,
+    directly and through moq-relay; latency, losses, CPU and memory per N. One run in full,
+    several as their spread."""
+    paths = [os.path.join(d, "fanout.json") for d in dirs]
+    if not all(os.path.exists(p) for p in paths):
+        return []
+    f = json.load(open(paths[0]))
+    md = ["## Fan-out", "", fanout_method(f), ""]
+    if len(dirs) > 1:
+        return md + fanout_spread(dirs)
+    builds = [b["label"] for b in f["builds"]]
+    runs = sorted(
+        f["runs"],
+        key=lambda r: (r["path"] != "direct", builds.index(r["build"]) if r["build"] in builds else len(builds), r["subscribers"]),
+    )
+    load = " ".join(fmt(v, 2) for v in f["load_before"]) if f.get("load_before") else "–"
+    load_after = " ".join(fmt(v, 2) for v in f["load_after"]) if f.get("load_after") else "–"
+    md += [
+        f"{f['cpus']} CPUs; load average before {load}, after {load_after}.",
         "",
         "| path | build | N | connected | latency p50 (ms) | p99 | worst subscriber p99 | received / expected | lost "
         "| sender CPU % | sender µs/object | sender RSS (MB) | relay CPU % | relay µs/object | relay RSS (MB) | subscribers' CPU % |",
@@ -971,7 +981,7 @@ def fanout_only(out):
     md.append(f"- {platform.platform()}, {os.cpu_count()} CPUs")
     md.append(f"- {command_output(['gst-launch-1.0', '--version'])}")
     md.append("")
-    md.extend(fanout_section(out))
+    md.extend(fanout_section([out]))
     open(os.path.join(out, "FANOUT.md"), "w").write("\n".join(md))
 
 
@@ -983,11 +993,20 @@ def main():
     parser.add_argument(
         "--fanout-runs", nargs="+", metavar="DIR", help="other fan-out runs: print the spread of DIR and these"
     )
+    parser.add_argument(
+        "--fanout",
+        nargs="+",
+        metavar="DIR",
+        help="the fan-out runs of the report's fan-out section, as their spread (default: DIR/fanout.json)",
+    )
     args = parser.parse_args()
     out = args.out
     if args.fanout_runs:
         print("\n".join(fanout_spread([out] + args.fanout_runs)))
         return
+    missing = [d for d in args.fanout or [] if not os.path.exists(os.path.join(d, "fanout.json"))]
+    if missing:
+        parser.error(f"no fanout.json in {', '.join(missing)}")
     reading_file = args.reading or os.path.join(out, "reading.md")
     if not os.path.exists(os.path.join(out, "summary.json")) and os.path.exists(os.path.join(out, "fanout.json")):
         fanout_only(out)
@@ -1154,7 +1173,7 @@ def main():
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
     md.extend(abr_goals(summaries))
-    md.extend(fanout_section(out))
+    md.extend(fanout_section(args.fanout or [out]))
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):

@@ -347,6 +347,10 @@ fn receiver_pipeline(
     if system.demuxes_ts() {
         follow_demuxer_pads(&pipeline)?;
     }
+    pipeline
+        .by_name("sink")
+        .ok_or("no sink")?
+        .set_property("ts-offset", system.render_offset_ms() * 1_000_000);
     let probe_seen = seen.clone();
     let received_caps = gst::Caps::new_empty_simple("timestamp/x-moq-received");
     pipeline

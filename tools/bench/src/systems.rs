@@ -164,6 +164,18 @@ impl System {
         }
     }
 
+    /// How much earlier than its timestamps the receiver's sink renders, ms. mpegtsmux
+    /// writes every PCR a fixed 125 ms behind the PTS (TSMUX_PCR_OFFSET), and tsdemux
+    /// times frames by the PCR, so they would wait that long for nothing. tsdemux's
+    /// `ignore-pcr=true` avoids the wait too, but in GStreamer 1.22 it takes the PMT after
+    /// every loss for a new program and loses the frame under way.
+    pub fn render_offset_ms(&self) -> i64 {
+        match self {
+            System::Srt { .. } => -125,
+            _ => 0,
+        }
+    }
+
     /// The system carries audio beside the video (its receiver decodes both).
     pub fn has_audio(&self) -> bool {
         matches!(self, System::MoqAv)
@@ -354,9 +366,9 @@ impl System {
             ),
             // srtsrc's own latency adds to the one negotiated with the sender (transit is
             // both plus a frame): at 0, SRT holds packets for the sender's latency only.
-            // tsdemux would hold them 125 ms more for the muxer's PCR offset.
+            // tsdemux times frames by the PCR (see `render_offset_ms`).
             System::Srt { .. } => format!(
-                "srtsrc uri=srt://{}?mode=caller latency=0 ! tsdemux name=demux latency=0 ignore-pcr=true",
+                "srtsrc uri=srt://{}?mode=caller latency=0 ! tsdemux name=demux latency=0",
                 at.receiver
             ),
             System::Rtp => format!(

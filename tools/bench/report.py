@@ -703,10 +703,13 @@ def comparator_check(summaries, all_runs, profiles_dir):
         "*excess* = latency mean − one-way delay − configured − decoder, what a system costs beyond its "
         "settings. *Delivered after*: median time from the sender's hand-off to the AU leaving the receiving "
         "element for the decoder's queue (a jitter buffer that only timestamps delivers at once; SRT's "
-        "receiver holds packets for its latency).",
+        "receiver holds packets for its latency). *Render interval*: the 5th and 95th percentile of the time "
+        "between one picture rendered and the next; the stream's frame interval is 41.7 ms, so a spread means "
+        "pictures are shown unevenly.",
         "",
-        "| system | latency mean (ms) | configured (ms) | decoder (ms) | excess (ms) | delivered after (ms) |",
-        "|---|---|---|---|---|---|",
+        "| system | latency mean (ms) | configured (ms) | decoder (ms) | excess (ms) | delivered after (ms) "
+        "| render interval p5 / p95 (ms) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (system, _), s in sorted(typical_.items()):
         rows = all_runs.get((system, IDLE_LINK, s["repetition"]), [])
@@ -715,9 +718,16 @@ def comparator_check(summaries, all_runs, profiles_dir):
         excess = None
         if decoder is not None:
             excess = s["latency_mean_ms"] - one_way - (configured or 0) - decoder
+        shown = sorted(r["rendered"] for r in rows if r["rendered"] is not None)
+        intervals = sorted((b - a) * 1000 for a, b in zip(shown, shown[1:]))
+        cadence = (
+            f"{fmt(intervals[len(intervals) // 20], 1)} / {fmt(intervals[len(intervals) * 19 // 20], 1)}"
+            if intervals
+            else "–"
+        )
         md.append(
             f"| {system} | {fmt(s['latency_mean_ms'])} | {fmt(configured) if configured is not None else 'none to set'} "
-            f"| {fmt(decoder)} | {fmt(excess)} | {fmt(median(delivered) * 1000) if delivered else '–'} |"
+            f"| {fmt(decoder)} | {fmt(excess)} | {fmt(median(delivered) * 1000) if delivered else '–'} | {cadence} |"
         )
     md.append("")
     return md

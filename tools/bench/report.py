@@ -68,17 +68,22 @@ def runs(out):
     return found
 
 
+def captured_rows(rows):
+    """The frames sent from the receiver's first rendered frame on (as moq-bench counts
+    frames captured)."""
+    first = next((i for i, r in enumerate(rows) if r["rendered"] is not None), len(rows))
+    return rows[first:]
+
+
 def add_intact_bitrate(summaries, all_runs):
     """Adds to each summary with frames `intact_kbit`, the media bitrate of the frames
     rendered intact over the span `rendered_kbit` uses, and `intact_capacity_efficiency`.
     A damaged picture's bytes did not all arrive, so counting its size as delivered can
     even exceed the link."""
     for s in summaries:
-        rows = all_runs.get((s["system"], s["profile"], s["repetition"]))
-        first = next((i for i, r in enumerate(rows or []) if r["rendered"] is not None), None)
-        if first is None:
+        captured = captured_rows(all_runs.get((s["system"], s["profile"], s["repetition"]), []))
+        if not captured:
             continue
-        captured = rows[first:]
         span = max(captured[-1]["available"] - captured[0]["available"], 1 / 24)
         s["intact_kbit"] = sum(r["size"] for r in captured if r["intact"]) * 8 / span / 1000
         if s.get("rendered_kbit"):
@@ -602,11 +607,11 @@ def rendered_before_tail(rows, tail_s=2.0):
     `tail_s` before the stream's last frame: a receiver that tears down its buffer when the
     sender hangs up (SRT, RTP) loses about its latency's worth of final frames, which is an
     artefact of ending the run, not of the link."""
-    first = next((i for i, r in enumerate(rows) if r["rendered"] is not None), len(rows))
-    if first == len(rows):
+    captured = captured_rows(rows)
+    if not captured:
         return 0, 0
     end = rows[-1]["available"] - tail_s
-    window = [r for r in rows[first:] if r["available"] <= end]
+    window = [r for r in captured if r["available"] <= end]
     return sum(r["intact"] for r in window), len(window)
 
 

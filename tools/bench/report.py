@@ -457,13 +457,18 @@ def repetitions(summaries):
     return found
 
 
+# Numbers that name one repetition (which one, when its link trace started) rather than measure
+# it: `typical` takes them from the repetition it names, so they match that repetition's frames.
+RUN_IDENTITY = ("repetition", "trace_start_us")
+
+
 def typical(runs_):
     """One summary standing for a run's repetitions: the median of every number, and the rest
-    (nested figures, `repetition`) from the median repetition by mean latency."""
+    (nested figures, the fields in `RUN_IDENTITY`) from the median repetition by mean latency."""
     middle = sorted(runs_, key=lambda s: s["latency_mean_ms"])[(len(runs_) - 1) // 2]
     t = dict(middle)
     for key, value in middle.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "repetition":
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in RUN_IDENTITY:
             values = [r[key] for r in runs_ if isinstance(r.get(key), (int, float))]
             if len(values) == len(runs_):
                 t[key] = median(values)
@@ -588,14 +593,17 @@ def lowest_rate_step(profile_file):
 
 def step_rendering(rows, trace_start, start, end):
     """Frames rendered intact while the link was in [start, end) s of its trace: how many, how many
-    of them were also sent in that window, their median latency and the longest gap."""
+    of them were also sent in that window, their median latency and the longest gap; and how
+    many damaged pictures were shown in that window besides."""
     lo, hi = trace_start + start, trace_start + end
-    shown = [r for r in rows if r["intact"] and lo <= r["rendered"] < hi]
+    in_window = [r for r in rows if r["rendered"] is not None and lo <= r["rendered"] < hi]
+    shown = [r for r in in_window if r["intact"]]
     fresh = [r for r in shown if r["available"] >= lo]
     times = [lo] + sorted(r["rendered"] for r in shown) + [hi]
     latencies = sorted(r["rendered"] - r["available"] for r in shown)
     return {
         "rendered": len(shown),
+        "damaged": len(in_window) - len(shown),
         "fresh": len(fresh),
         "median_s": latencies[len(latencies) // 2] if latencies else None,
         "longest_gap_s": max(b - a for a, b in zip(times, times[1:])),
@@ -656,18 +664,23 @@ def goals(summaries, all_runs, profiles_dir):
         md.append("")
         md.append(
             f"3. Pictures during INTRA_CASCADE's {kbit} kbit/s step ({start:.0f}–{end:.0f} s of the link trace); "
-            "\"fresh\" = rendered frames that were also sent during the step:"
+            "\"fresh\" = intact frames that were also sent during the step; latency and gaps count intact "
+            "pictures only:"
         )
         md.append("")
-        md.append("   | system | rendered | fresh | median latency (s) | longest gap without a new picture (s) |")
-        md.append("   |---|---|---|---|---|")
+        md.append(
+            "   | system | rendered intact | fresh | median latency (s) | longest gap without a new intact picture (s) "
+            "| damaged pictures shown |"
+        )
+        md.append("   |---|---|---|---|---|---|")
         for (system, profile, rep), rows in sorted(all_runs.items()):
             s = first.get((system, profile))
             if profile != "intra_cascade" or not s or rep != s["repetition"] or s.get("trace_start_us") is None:
                 continue
             r = step_rendering(rows, s["trace_start_us"] / 1e6, start, end)
             md.append(
-                f"   | {system} | {r['rendered']} | {r['fresh']} | {fmt(r['median_s'], 2)} | {r['longest_gap_s']:.2f} |"
+                f"   | {system} | {r['rendered']} | {r['fresh']} | {fmt(r['median_s'], 2)} | {r['longest_gap_s']:.2f} "
+                f"| {r['damaged']} |"
             )
     md.append("")
     md.append(

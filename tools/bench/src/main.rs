@@ -79,6 +79,8 @@ const PROFILES: [&str; 7] = [
     "const_500",
     "random_walk",
 ];
+/// The grid's cell without loss or rate limit.
+const IDLE_CELL: &str = "loss0_rtt50";
 const GRID: [&str; 12] = [
     "loss0_rtt50",
     "loss0_rtt100",
@@ -370,7 +372,7 @@ fn main_inner() -> Result<(), String> {
                 name.into(),
                 load(name)?,
                 options.grid_seconds,
-                System::loss_grid(),
+                System::grid_cell(name == IDLE_CELL),
             ));
         }
     }

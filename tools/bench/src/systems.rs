@@ -216,6 +216,18 @@ impl System {
         ]
     }
 
+    /// The grid's systems on its loss-free cell (`idle` true) or on any other. The loss-free
+    /// cell also runs the fixed-rate `skip-gops` mode and the adaptive systems: rate
+    /// adaptation must not cost latency where the path is not the limit.
+    pub fn grid_cell(idle: bool) -> Vec<System> {
+        let mut systems = System::loss_grid();
+        if idle {
+            systems.push(System::moq("skip-gops"));
+            systems.extend(System::adaptive());
+        }
+        systems
+    }
+
     pub fn name(&self) -> String {
         match self {
             System::Moq {
@@ -396,6 +408,22 @@ mod tests {
         assert_eq!(abr_rendition_kbit("video-2"), Some(ABR_LADDER_KBIT[2]));
         assert_eq!(abr_rendition_kbit("video-3"), None);
         assert_eq!(abr_rendition_kbit("audio"), None);
+    }
+
+    #[test]
+    fn only_the_idle_grid_cell_runs_the_adaptive_systems_beside_fixed_rate_skip_gops() {
+        let lossy = System::grid_cell(false);
+        assert_eq!(lossy, System::loss_grid());
+        let idle: Vec<String> = System::grid_cell(true).iter().map(System::name).collect();
+        for name in [
+            "moq-skip-gops",
+            "moq-adaptive",
+            "moq-adaptive-delay",
+            "srt-125ms",
+        ] {
+            assert!(idle.iter().any(|n| n == name), "{name} on the idle cell");
+        }
+        assert_eq!(idle.len(), lossy.len() + 3);
     }
 
     #[test]

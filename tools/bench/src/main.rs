@@ -82,7 +82,7 @@ const PROFILES: [&str; 7] = [
 /// The grid's cell without loss or rate limit.
 const IDLE_CELL: &str = "loss0_rtt50";
 const GRID: [&str; 12] = [
-    "loss0_rtt50",
+    IDLE_CELL,
     "loss0_rtt100",
     "loss0_rtt150",
     "loss0.0001_rtt50",

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit tests of every crate and the pipeline tests in tests/.
+# Runs the whole test suite: unit tests of every crate and of report.py, and the pipeline tests in tests/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+# The benchmark report's figures (seconds; its quick run cannot show several repetitions).
+/usr/bin/python3 -m unittest discover -s tools/bench -p 'test_*.py'
 cargo build --workspace --all-targets --locked
 # The relay interop tests run against a real moq-relay (and moq-cli for its tokens).
 MOQ_RELAY="$(bash pipelines/install-moq-relay.sh)"

@@ -32,6 +32,21 @@ KINDS = ["key", "reference", "non-reference"]
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pipelines", "profiles")
 
 
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def load_frames(path):
     rows = []
     with open(path) as f:
@@ -246,9 +261,9 @@ def load_rates(path):
     return rows
 
 
-def profile_steps(profile):
-    """[(start s, end s, kbit/s)] of a profile file."""
-    p = json.load(open(os.path.join(PROFILES, f"{profile}.json")))
+def profile_steps(profile, profiles_dir=PROFILES):
+    """[(start s, end s, kbit/s)] of a profile's link trace."""
+    p = load_json(os.path.join(profiles_dir, f"{profile}.json"))
     steps, t = [], 0.0
     for s in p["steps"]:
         steps.append((t, t + s["duration_s"], s["rate_kbit"]))
@@ -580,15 +595,9 @@ OUR_SKIPPING = ["moq-skip-gops", "moq-combined"]
 SRT = ["srt-125ms", "srt-500ms"]
 
 
-def lowest_rate_step(profile_file):
-    """(start s, end s, kbit/s) of the profile's first lowest-rate step."""
-    steps = json.load(open(profile_file))["steps"]
-    t, best = 0.0, None
-    for step in steps:
-        if best is None or step["rate_kbit"] < best[2]:
-            best = (t, t + step["duration_s"], step["rate_kbit"])
-        t += step["duration_s"]
-    return best
+def lowest_rate_step(steps):
+    """The first of the lowest-rate steps of profile_steps()."""
+    return min(steps, key=lambda step: step[2])
 
 
 def step_rendering(rows, trace_start, start, end):
@@ -660,7 +669,7 @@ def goals(summaries, all_runs, profiles_dir):
         md.append(
             f"2. INTRA_CASCADE mean ≤ 1.0 s: {best['system']} {best['latency_mean_ms']:.0f} ms — {verdict}."
         )
-        start, end, kbit = lowest_rate_step(os.path.join(profiles_dir, "intra_cascade.json"))
+        start, end, kbit = lowest_rate_step(profile_steps("intra_cascade", profiles_dir))
         md.append("")
         md.append(
             f"3. Pictures during INTRA_CASCADE's {kbit} kbit/s step ({start:.0f}–{end:.0f} s of the link trace); "
@@ -728,7 +737,7 @@ def comparator_check(summaries, all_runs, profiles_dir):
     typical_ = {k: s for k, s in typical_runs(summaries).items() if k[1] == IDLE_LINK}
     if not typical_:
         return []
-    steps = json.load(open(os.path.join(profiles_dir, f"{IDLE_LINK}.json")))["steps"]
+    steps = load_json(os.path.join(profiles_dir, f"{IDLE_LINK}.json"))["steps"]
     one_way = steps[0].get("delay_ms", 0)
     md = [
         "## Comparators on an idle link",
@@ -772,7 +781,7 @@ def comparator_check(summaries, all_runs, profiles_dir):
 def mean_link_kbit(profile_file, seconds=None):
     """Time-weighted mean rate of a profile's steps over its first `seconds` (its whole trace
     by default); 0 (unconstrained) steps make it None."""
-    steps = json.load(open(profile_file))["steps"]
+    steps = load_json(profile_file)["steps"]
     total = sum(s["duration_s"] for s in steps)
     limit = min(seconds or total, total)
     t, weighted = 0.0, 0.0
@@ -908,7 +917,7 @@ def fanout_section(dirs):
     paths = [os.path.join(d, "fanout.json") for d in dirs]
     if not all(os.path.exists(p) for p in paths):
         return []
-    f = json.load(open(paths[0]))
+    f = load_json(paths[0])
     md = ["## Fan-out", "", fanout_method(f), ""]
     if len(dirs) > 1:
         return md + fanout_spread(dirs)
@@ -975,7 +984,7 @@ def fanout_spread(dirs):
     rows = {}
     builds = []
     for d in dirs:
-        f = json.load(open(os.path.join(d, "fanout.json")))
+        f = load_json(os.path.join(d, "fanout.json"))
         builds += [b["label"] for b in f["builds"] if b["label"] not in builds]
         for r in f["runs"]:
             rows.setdefault((r["path"], r["build"], r["subscribers"]), []).append(r)
@@ -1032,7 +1041,7 @@ def fanout_only(out):
     md.append(f"- {command_output(['gst-launch-1.0', '--version'])}")
     md.append("")
     md.extend(fanout_section([out]))
-    open(os.path.join(out, "FANOUT.md"), "w").write("\n".join(md))
+    write_text(os.path.join(out, "FANOUT.md"), "\n".join(md))
 
 
 def main():
@@ -1061,7 +1070,7 @@ def main():
     if not os.path.exists(os.path.join(out, "summary.json")) and os.path.exists(os.path.join(out, "fanout.json")):
         fanout_only(out)
         return
-    summaries = json.load(open(os.path.join(out, "summary.json")))
+    summaries = load_json(os.path.join(out, "summary.json"))
     all_runs = runs(out)
     add_intact_bitrate(summaries, all_runs)
     plots = os.path.join(out, "plots")
@@ -1085,7 +1094,7 @@ def main():
     queues = {}
     for profile in profiles:
         try:
-            p = json.load(open(os.path.join(PROFILES, f"{profile}.json")))
+            p = load_json(os.path.join(PROFILES, f"{profile}.json"))
             queues[profile] = p.get("queue_bytes")
         except OSError:
             queues[profile] = None
@@ -1182,7 +1191,7 @@ def main():
         md.append("moq-gst was not compared: it did not build on this machine. The end of its build log:")
         md.append("")
         md.append("```")
-        md.append(open(unavailable).read().strip())
+        md.append(read_text(unavailable).strip())
         md.append("```")
         md.append("")
     md.append("## Machine")
@@ -1231,12 +1240,12 @@ def main():
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):
-        md.append(open(reading_file).read().strip())
+        md.append(read_text(reading_file).strip())
     else:
         md.append("_No reading written for this run yet._")
     md.append("")
     report = "\n".join(md)
-    open(os.path.join(out, "BENCHMARKS.md"), "w").write(report)
+    write_text(os.path.join(out, "BENCHMARKS.md"), report)
     if args.publish:
         publish(out, plots, report, args.publish)
 
@@ -1248,7 +1257,7 @@ def publish(out, plots, report, repo):
     shutil.copytree(plots, os.path.join(dest, "plots"))
     shutil.copy(os.path.join(out, "summary.json"), os.path.join(dest, "summary.json"))
     report = report.replace("](plots/", "](benchmarks/plots/")
-    open(os.path.join(repo, "BENCHMARKS.md"), "w").write(report)
+    write_text(os.path.join(repo, "BENCHMARKS.md"), report)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,234 @@
+"""Tests of report.py's figures, on small made-up runs (`python3 -m unittest` in tools/bench).
+
+The benchmark's quick run has one repetition, so what only goes wrong with several (which
+repetition stands for a run, which frames go with it) is checked here.
+"""
+
+import json
+import os
+import tempfile
+import unittest
+
+import report
+
+PROFILES = os.path.normpath(report.PROFILES)
+
+
+def summary(system, profile, repetition, mean_ms, trace_start_us=0, **extra):
+    """A run's summary with the figures the goal tables read."""
+    s = {
+        "system": system,
+        "profile": profile,
+        "repetition": repetition,
+        "trace_start_us": trace_start_us,
+        "latency_mean_ms": mean_ms,
+        "latency_p50_ms": mean_ms,
+        "latency_p95_ms": mean_ms * 1.5,
+        "latency_p99_ms": mean_ms * 2,
+        "frames_captured": 100,
+        "frames_rendered": 100,
+        "frames_rendered_intact": 100,
+        "stalls": 0,
+    }
+    s.update(extra)
+    return s
+
+
+def frame(available, rendered, intact=True, size=1000):
+    return {
+        "id": 0,
+        "kind": "reference",
+        "size": size,
+        "available": available,
+        "arrived": rendered,
+        "rendered": rendered,
+        "intact": intact and rendered is not None,
+        "handed_off": None,
+        "received": None,
+    }
+
+
+def steady_frames(trace_start, first_s, last_s, latency_s, fps=24):
+    """A frame every 1/fps s over [first_s, last_s) of a trace, each rendered latency_s later."""
+    count = int((last_s - first_s) * fps)
+    return [frame(trace_start + first_s + i / fps, trace_start + first_s + i / fps + latency_s) for i in range(count)]
+
+
+class Spread(unittest.TestCase):
+    def test_one_value_or_equal_values_print_alone(self):
+        self.assertEqual(report.spread([412.4]), "412")
+        self.assertEqual(report.spread([5, 5, 5]), "5")
+
+    def test_several_values_print_median_with_min_and_max(self):
+        self.assertEqual(report.spread([610, 588, 635]), "610 (588–635)")
+        self.assertEqual(report.spread([1.0, 2.0], digits=1), "1.5 (1.0–2.0)")
+
+    def test_missing_values_are_left_out(self):
+        self.assertEqual(report.spread([None, 3, None]), "3")
+        self.assertEqual(report.spread([None]), "–")
+
+
+class Typical(unittest.TestCase):
+    def runs(self):
+        # Mean latencies 900, 300, 600: the median repetition is 2. Trace starts far apart, so a
+        # median over them would match none of the repetitions.
+        return [
+            summary("sys", "p", 0, 900, trace_start_us=1_000_000_000, stalls=4),
+            summary("sys", "p", 1, 300, trace_start_us=9_000_000_000, stalls=0),
+            summary("sys", "p", 2, 600, trace_start_us=2_000_000_000, stalls=1, stages={"queued_p50_ms": 7}),
+        ]
+
+    def test_measured_numbers_are_the_median_over_the_repetitions(self):
+        t = report.typical(self.runs())
+        self.assertEqual(t["latency_mean_ms"], 600)
+        self.assertEqual(t["stalls"], 1)
+
+    def test_the_repetition_and_its_trace_start_come_from_the_median_repetition(self):
+        t = report.typical(self.runs())
+        self.assertEqual(t["repetition"], 2)
+        self.assertEqual(t["trace_start_us"], 2_000_000_000)
+        self.assertEqual(t["stages"], {"queued_p50_ms": 7})
+
+    def test_a_number_some_repetitions_lack_is_taken_from_the_median_repetition(self):
+        runs_ = self.runs()
+        runs_[2]["intact_kbit"] = 420.0
+        self.assertEqual(report.typical(runs_)["intact_kbit"], 420.0)
+
+
+class StepRendering(unittest.TestCase):
+    def test_counts_intact_fresh_and_damaged_pictures_in_the_window(self):
+        t0 = 1000.0
+        rows = [
+            frame(t0 + 5.0, t0 + 10.5),  # sent before the window, shown in it: not fresh
+            frame(t0 + 10.2, t0 + 10.8),  # sent and shown in it: fresh
+            frame(t0 + 10.4, t0 + 11.9, intact=False),  # damaged
+            frame(t0 + 11.0, None),  # never shown
+            frame(t0 + 11.5, t0 + 12.5),  # shown after the window
+        ]
+        r = report.step_rendering(rows, t0, 10.0, 12.0)
+        self.assertEqual((r["rendered"], r["fresh"], r["damaged"]), (2, 1, 1))
+        self.assertAlmostEqual(r["median_s"], 5.5)
+        # Gaps: 10.0→10.5, 10.5→10.8, 10.8→12.0 (the damaged picture does not end a gap).
+        self.assertAlmostEqual(r["longest_gap_s"], 1.2)
+
+    def test_a_window_without_pictures_is_one_gap(self):
+        r = report.step_rendering([frame(1.0, 2.0)], 0.0, 10.0, 25.0)
+        self.assertEqual((r["rendered"], r["median_s"]), (0, None))
+        self.assertAlmostEqual(r["longest_gap_s"], 15.0)
+
+
+class RenderedBeforeTail(unittest.TestCase):
+    def test_counts_from_the_first_rendered_frame_up_to_the_tail(self):
+        rows = [frame(0.0, None)] + [frame(i / 10, i / 10 + 0.3, intact=i != 5) for i in range(1, 51)]
+        # Captured from frame 1 (0.1 s); the last frame is at 5.0 s, so counted up to 3.0 s: 30 frames.
+        self.assertEqual(report.rendered_before_tail(rows, tail_s=2.0), (29, 30))
+
+    def test_nothing_rendered_counts_nothing(self):
+        self.assertEqual(report.rendered_before_tail([frame(0.0, None)]), (0, 0))
+
+
+class Convergence(unittest.TestCase):
+    STEPS = [(0.0, 10.0, 1000), (10.0, 20.0, 300), (20.0, 30.0, 300), (30.0, 40.0, 1000)]
+
+    def test_a_drop_settles_when_the_target_is_below_the_new_rate_and_a_rise_at_80_percent_of_its_share(self):
+        rows = [(11.0, 900, 0), (12.5, 280, 0), (31.0, 500, 0), (33.0, 700, 0)]
+        got = report.convergence(rows, self.STEPS)
+        # The 300 → 300 step is no change; the rise's goal is 0.8 × 0.85 × 1000 = 680 kbit/s.
+        self.assertEqual([(a, p, k) for (a, p, k, _) in got], [(10.0, 1000, 300), (30.0, 300, 1000)])
+        self.assertAlmostEqual(got[0][3], 2.5)
+        self.assertAlmostEqual(got[1][3], 3.0)
+
+    def test_a_target_that_never_settles_within_the_step_is_none(self):
+        got = report.convergence([(12.0, 400, 0), (21.0, 200, 0)], self.STEPS)
+        self.assertIsNone(got[0][3])
+
+
+class MeanLinkRate(unittest.TestCase):
+    def write_profile(self, steps):
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump({"steps": steps}, f)
+        f.close()
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
+    def test_time_weighted_over_the_first_seconds(self):
+        path = self.write_profile([{"duration_s": 10, "rate_kbit": 1000}, {"duration_s": 10, "rate_kbit": 200}])
+        self.assertAlmostEqual(report.mean_link_kbit(path), 600.0)
+        self.assertAlmostEqual(report.mean_link_kbit(path, seconds=15), (10 * 1000 + 5 * 200) / 15)
+
+    def test_an_unconstrained_step_has_no_mean(self):
+        path = self.write_profile([{"duration_s": 10, "rate_kbit": 0}])
+        self.assertIsNone(report.mean_link_kbit(path))
+
+
+class ProfileSteps(unittest.TestCase):
+    def test_steps_run_back_to_back_and_the_first_lowest_rate_step_is_chosen(self):
+        steps = [(1000, 10), (200, 5), (800, 10), (200, 5)]
+        with tempfile.TemporaryDirectory() as profiles:
+            with open(os.path.join(profiles, "trace.json"), "w") as f:
+                json.dump({"steps": [{"rate_kbit": k, "duration_s": d} for k, d in steps]}, f)
+            found = report.profile_steps("trace", profiles)
+        self.assertEqual(found, [(0.0, 10.0, 1000), (10.0, 15.0, 200), (15.0, 25.0, 800), (25.0, 30.0, 200)])
+        self.assertEqual(report.lowest_rate_step(found), (10.0, 15.0, 200))
+
+
+class Goals(unittest.TestCase):
+    def intra_cascade_runs(self):
+        """moq-skip-gops over three repetitions whose trace starts are hours apart; each shows
+        pictures all through its own trace. The median repetition by latency (1) is not the
+        one whose start is the median start (2)."""
+        starts = {0: 1_000.0, 1: 50_000.0, 2: 9_000.0}
+        means = {0: 400, 1: 500, 2: 700}
+        summaries = [
+            summary("moq-skip-gops", "intra_cascade", rep, means[rep], trace_start_us=int(start * 1e6))
+            for rep, start in starts.items()
+        ]
+        frames = {
+            ("moq-skip-gops", "intra_cascade", rep): steady_frames(start, 0, 135, latency_s=0.51)
+            for rep, start in starts.items()
+        }
+        return summaries, frames
+
+    def test_goal_three_reads_the_frames_of_the_median_repetition_against_its_own_trace_start(self):
+        summaries, frames = self.intra_cascade_runs()
+        md = "\n".join(report.goals(summaries, frames, PROFILES))
+        self.assertIn("INTRA_CASCADE mean ≤ 1.0 s: moq-skip-gops 500 ms — met", md)
+        row = next(line for line in md.splitlines() if line.strip().startswith("| moq-skip-gops |"))
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        # The 200 kbit/s step lasts 15 s: 15 × 24 pictures shown in it, all intact, 0.51 s old; the
+        # 12 sent in the 0.51 s before it are not fresh.
+        self.assertEqual(cells[1:4], ["360", "348", "0.51"])
+        self.assertEqual(cells[5], "0")
+
+    def test_goal_one_compares_the_medians_of_our_skipping_mode_and_the_baseline(self):
+        summaries = [summary("moq-baseline", "cascade", rep, ms) for rep, ms in enumerate([4000, 5000, 6000])]
+        summaries += [summary("moq-skip-gops", "cascade", rep, ms) for rep, ms in enumerate([300, 500, 2000])]
+        md = "\n".join(report.goals(summaries, {}, PROFILES))
+        self.assertIn("cascade: moq-skip-gops 500 ms vs baseline 5000 ms = 0.10× — met", md)
+
+
+class AdaptiveGoals(unittest.TestCase):
+    def test_the_uncongested_goal_says_when_it_was_not_measured(self):
+        summaries = [summary("moq-adaptive", "const_500", 0, 400)]
+        md = "\n".join(report.adaptive_goals(summaries, PROFILES))
+        self.assertIn("not measured", md)
+
+    def test_the_uncongested_goal_compares_with_fixed_rate_skip_gops_on_the_idle_link(self):
+        summaries = [
+            summary("moq-skip-gops", report.IDLE_LINK, 0, 200),
+            summary("moq-adaptive", report.IDLE_LINK, 0, 206),
+            summary("moq-adaptive-delay", report.IDLE_LINK, 0, 220),
+        ]
+        md = "\n".join(report.adaptive_goals(summaries, PROFILES))
+        self.assertIn("moq-adaptive 206 ms vs 200 ms = 1.03× — met", md)
+        self.assertIn("moq-adaptive-delay 220 ms vs 200 ms = 1.10× — not met", md)
+        self.assertNotIn("not measured", md)
+
+    def test_targets_use_intact_frames(self):
+        s = summary("moq-adaptive", "const_500", 0, 400, frames_rendered_intact=90)
+        md = "\n".join(report.adaptive_goals([s], PROFILES))
+        self.assertIn("| const_500 | moq-adaptive | 90.0% | 400 | 600 | 0 | ≥ 95%, mean ≤ 450, p95 ≤ 600, stalls ≤ 0 | not met |", md)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -892,6 +892,9 @@ def adaptive_goals(summaries, profiles_dir):
     return md
 
 
+FANOUT_GOAL_SUBSCRIBERS = 100
+
+
 def fanout_method(f):
     """How a fan-out run measures, from its fanout.json."""
     clip = f["clip"]
@@ -969,11 +972,7 @@ def fanout_section(dirs):
                 f"| {cells(n, 'sender_cpu_us_per_object')} | {cells(n, 'sender_rss_mb')} | {received} |"
             )
         md.append("")
-    for t in f["first_p99_over_limit"]:
-        first = f"N = {t['first_n_over']}" if t["first_n_over"] is not None else f"none up to {t['largest_n']}"
-        md.append(f"- p99 > {f['p99_limit_ms']:.0f} ms first at ({t['path']}, {t['build']}): {first}")
-    for failure in f.get("failures", []):
-        md.append(f"- failed: {failure}")
+    md += fanout_verdicts([f], builds)
     md.append("")
     return md
 
@@ -983,8 +982,8 @@ def fanout_spread(dirs):
     min–max of each figure, and the direct cost of every other build against the first."""
     rows = {}
     builds = []
-    for d in dirs:
-        f = load_json(os.path.join(d, "fanout.json"))
+    files = [load_json(os.path.join(d, "fanout.json")) for d in dirs]
+    for f in files:
         builds += [b["label"] for b in f["builds"] if b["label"] not in builds]
         for r in f["runs"]:
             rows.setdefault((r["path"], r["build"], r["subscribers"]), []).append(r)
@@ -1029,6 +1028,42 @@ def fanout_spread(dirs):
                 f"| {k[2]} | {more('sender_cpu_pct')} | {more('sender_cpu_us_per_object')} | {more('sender_rss_mb')} |"
             )
         md.append("")
+    md += fanout_verdicts(files, builds)
+    md.append("")
+    return md
+
+
+def fanout_verdicts(files, builds):
+    """Over one or several fan-out runs: where p99 first passed the limit, the failures, and
+    the goal (the first build, direct, at FANOUT_GOAL_SUBSCRIBERS; medians over the runs)."""
+    limit = files[0]["p99_limit_ms"]
+    first_over = {}
+    for f in files:
+        for t in f["first_p99_over_limit"]:
+            first_over.setdefault((t["path"], t["build"]), []).append(t)
+    md = []
+    for (path, build), ts in sorted(first_over.items(), key=lambda kv: (kv[0][0] != "direct", builds.index(kv[0][1]))):
+        if all(t["first_n_over"] is None for t in ts):
+            first = f"none up to {max(t['largest_n'] for t in ts)}" + (" in any run" if len(ts) > 1 else "")
+        else:
+            first = "N = " + " / ".join(str(t["first_n_over"]) if t["first_n_over"] else "none" for t in ts)
+            first += " (per run)" if len(ts) > 1 else ""
+        md.append(f"- p99 > {limit:.0f} ms first at ({path}, {build}): {first}")
+    md += [f"- failed: {failure}" for f in files for failure in f.get("failures", [])]
+    goal = [
+        r
+        for f in files
+        for r in f["runs"]
+        if (r["path"], r["build"], r["subscribers"]) == ("direct", builds[0], FANOUT_GOAL_SUBSCRIBERS)
+    ]
+    if goal:
+        p99 = median([r["latency_p99_ms"] for r in goal])
+        cpu = median([r["sender_cpu_pct"] for r in goal])
+        met = p99 < limit and cpu < 100 and all(r["objects_received"] == r["objects_expected"] for r in goal)
+        md.append(
+            f"- Goal: {FANOUT_GOAL_SUBSCRIBERS} subscribers from one moqsink with p99 < {limit:.0f} ms and the sender "
+            f"under one core: p99 {p99:.1f} ms, {cpu:.1f} % of a core — {'met' if met else 'not met'}"
+        )
     return md
 
 

@@ -232,3 +232,48 @@ class AdaptiveGoals(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def fanout_file(first_n_over, p99_at_100, cpu_at_100=20.0, received=2400):
+    """A fan-out run's fanout.json with the direct run of 100 subscribers."""
+    return {
+        "p99_limit_ms": 100.0,
+        "first_p99_over_limit": [
+            {"path": "direct", "build": "current", "first_n_over": first_n_over, "largest_n": 200}
+        ],
+        "runs": [
+            {
+                "path": "direct",
+                "build": "current",
+                "subscribers": 100,
+                "latency_p99_ms": p99_at_100,
+                "sender_cpu_pct": cpu_at_100,
+                "objects_received": received,
+                "objects_expected": 2400,
+            }
+        ],
+        "failures": [],
+    }
+
+
+class FanoutVerdicts(unittest.TestCase):
+    def test_one_run_says_where_p99_first_passed_the_limit(self):
+        md = report.fanout_verdicts([fanout_file(None, 5.0)], ["current"])
+        self.assertIn("- p99 > 100 ms first at (direct, current): none up to 200", md)
+        md = report.fanout_verdicts([fanout_file(50, 150.0)], ["current"])
+        self.assertIn("- p99 > 100 ms first at (direct, current): N = 50", md)
+
+    def test_several_runs_list_each_run_where_any_passed(self):
+        md = report.fanout_verdicts([fanout_file(None, 5.0), fanout_file(200, 6.0)], ["current"])
+        self.assertIn("- p99 > 100 ms first at (direct, current): N = none / 200 (per run)", md)
+
+    def test_the_goal_takes_the_medians_at_100_subscribers(self):
+        files = [fanout_file(None, p99) for p99 in (5.0, 120.0, 130.0)]
+        goal = report.fanout_verdicts(files, ["current"])[-1]
+        self.assertTrue(goal.endswith("core: p99 120.0 ms, 20.0 % of a core — not met"))
+        files = [fanout_file(None, p99) for p99 in (5.0, 6.0, 130.0)]
+        self.assertTrue(report.fanout_verdicts(files, ["current"])[-1].endswith("— met"))
+
+    def test_a_lost_object_fails_the_goal(self):
+        goal = report.fanout_verdicts([fanout_file(None, 5.0, received=2399)], ["current"])[-1]
+        self.assertTrue(goal.endswith("— not met"))

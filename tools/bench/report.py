@@ -261,9 +261,14 @@ def load_rates(path):
     return rows
 
 
+def load_profile(profile, profiles_dir=PROFILES):
+    """A link profile (pipelines/profiles/NAME.json) by name."""
+    return load_json(os.path.join(profiles_dir, f"{profile}.json"))
+
+
 def profile_steps(profile, profiles_dir=PROFILES):
     """[(start s, end s, kbit/s)] of a profile's link trace."""
-    p = load_json(os.path.join(profiles_dir, f"{profile}.json"))
+    p = load_profile(profile, profiles_dir)
     steps, t = [], 0.0
     for s in p["steps"]:
         steps.append((t, t + s["duration_s"], s["rate_kbit"]))
@@ -737,7 +742,7 @@ def comparator_check(summaries, all_runs, profiles_dir):
     typical_ = {k: s for k, s in typical_runs(summaries).items() if k[1] == IDLE_LINK}
     if not typical_:
         return []
-    steps = load_json(os.path.join(profiles_dir, f"{IDLE_LINK}.json"))["steps"]
+    steps = load_profile(IDLE_LINK, profiles_dir)["steps"]
     one_way = steps[0].get("delay_ms", 0)
     md = [
         "## Comparators on an idle link",
@@ -778,19 +783,14 @@ def comparator_check(summaries, all_runs, profiles_dir):
     return md
 
 
-def mean_link_kbit(profile_file, seconds=None):
-    """Time-weighted mean rate of a profile's steps over its first `seconds` (its whole trace
+def mean_link_kbit(steps, seconds=None):
+    """Time-weighted mean rate of profile_steps() over their first `seconds` (the whole trace
     by default); 0 (unconstrained) steps make it None."""
-    steps = load_json(profile_file)["steps"]
-    total = sum(s["duration_s"] for s in steps)
+    if any(kbit == 0 for (_, _, kbit) in steps):
+        return None
+    total = steps[-1][1] if steps else 0.0
     limit = min(seconds or total, total)
-    t, weighted = 0.0, 0.0
-    for step in steps:
-        if step["rate_kbit"] == 0:
-            return None
-        d = max(0.0, min(step["duration_s"], limit - t))
-        weighted += step["rate_kbit"] * d
-        t += step["duration_s"]
+    weighted = sum(kbit * max(0.0, min(end, limit) - start) for (start, end, kbit) in steps)
     return weighted / limit if limit else None
 
 
@@ -843,7 +843,7 @@ def adaptive_goals(summaries, profiles_dir):
             if not s:
                 continue
             seconds = s["frames_captured"] / 24.0
-            link = mean_link_kbit(os.path.join(profiles_dir, f"{profile}.json"), seconds)
+            link = mean_link_kbit(profile_steps(profile, profiles_dir), seconds)
             if not link:
                 continue
             if s.get("intact_kbit") is None:
@@ -1046,7 +1046,7 @@ def fanout_verdicts(files, builds):
         if all(t["first_n_over"] is None for t in ts):
             first = f"none up to {max(t['largest_n'] for t in ts)}" + (" in any run" if len(ts) > 1 else "")
         else:
-            first = "N = " + " / ".join(str(t["first_n_over"]) if t["first_n_over"] else "none" for t in ts)
+            first = "N = " + " / ".join(str(t["first_n_over"]) if t["first_n_over"] is not None else "none" for t in ts)
             first += " (per run)" if len(ts) > 1 else ""
         md.append(f"- p99 > {limit:.0f} ms first at ({path}, {build}): {first}")
     md += [f"- failed: {failure}" for f in files for failure in f.get("failures", [])]
@@ -1129,7 +1129,7 @@ def main():
     queues = {}
     for profile in profiles:
         try:
-            p = load_json(os.path.join(PROFILES, f"{profile}.json"))
+            p = load_profile(profile)
             queues[profile] = p.get("queue_bytes")
         except OSError:
             queues[profile] = None

@@ -144,21 +144,14 @@ class Convergence(unittest.TestCase):
 
 
 class MeanLinkRate(unittest.TestCase):
-    def write_profile(self, steps):
-        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump({"steps": steps}, f)
-        f.close()
-        self.addCleanup(os.unlink, f.name)
-        return f.name
-
     def test_time_weighted_over_the_first_seconds(self):
-        path = self.write_profile([{"duration_s": 10, "rate_kbit": 1000}, {"duration_s": 10, "rate_kbit": 200}])
-        self.assertAlmostEqual(report.mean_link_kbit(path), 600.0)
-        self.assertAlmostEqual(report.mean_link_kbit(path, seconds=15), (10 * 1000 + 5 * 200) / 15)
+        steps = [(0.0, 10.0, 1000), (10.0, 20.0, 200)]
+        self.assertAlmostEqual(report.mean_link_kbit(steps), 600.0)
+        self.assertAlmostEqual(report.mean_link_kbit(steps, seconds=15), (10 * 1000 + 5 * 200) / 15)
 
     def test_an_unconstrained_step_has_no_mean(self):
-        path = self.write_profile([{"duration_s": 10, "rate_kbit": 0}])
-        self.assertIsNone(report.mean_link_kbit(path))
+        self.assertIsNone(report.mean_link_kbit([(0.0, 10.0, 0)]))
+        self.assertIsNone(report.mean_link_kbit([(0.0, 10.0, 500), (10.0, 20.0, 0)], seconds=5))
 
 
 class ProfileSteps(unittest.TestCase):

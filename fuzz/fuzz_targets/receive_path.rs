@@ -18,8 +18,9 @@
 use libfuzzer_sys::fuzz_target;
 use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
 use moq_media::catalog::TrackRole;
-use moq_media::reorder::{Frame, Popped, Pushed};
-use moq_media::{FrameHeader, PlayoutClock, ReorderBuffer, TrackPlayout};
+use moq_player::reorder::{Frame, Popped, Pushed};
+use moq_media::FrameHeader;
+use moq_player::{PlayoutClock, ReorderBuffer, TrackPlayout};
 
 use h264::FrameKind;
 

@@ -1,16 +1,11 @@
 //! Audio tracks: the codec configurations a catalog carries (Opus's identification
-//! header, AAC's AudioSpecificConfig), how the sender groups frames, and the receiver's
-//! small reorder window.
+//! header, AAC's AudioSpecificConfig) and how the sender groups frames.
 //!
 //! Audio is small and must never stall, so it travels above every video stream and is
 //! never held back for video. Every audio frame decodes on its own: its frame header says
 //! `Key`, its decode index counts audio frames, and its base group is the audio group.
 
-use std::collections::BTreeMap;
-
 use thiserror::Error;
-
-use crate::reorder::{DropReason, Frame, MAX_BUFFERED};
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum AudioConfigError {
@@ -253,101 +248,9 @@ impl AudioMapper {
     }
 }
 
-/// The receiver's reorder window for one audio track. Frames are keyed by their sequence
-/// number (the decode index of their header). The next frame in sequence leaves at once; a
-/// frame behind a gap waits at most `window` after its arrival for the missing ones,
-/// which are late if they come after it. No clock is read: callers pass times in ns.
-#[derive(Debug)]
-pub struct AudioBuffer<T> {
-    window_ns: u64,
-    buffer: BTreeMap<u64, Frame<T>>,
-    last: Option<u64>,
-}
-
-impl<T> AudioBuffer<T> {
-    pub fn new(window_ns: u64) -> AudioBuffer<T> {
-        AudioBuffer {
-            window_ns,
-            buffer: BTreeMap::new(),
-            last: None,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.buffer.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.buffer.is_empty()
-    }
-
-    /// Forgets everything: the next frame to arrive plays first.
-    pub fn clear(&mut self) {
-        self.buffer.clear();
-        self.last = None;
-    }
-
-    /// Buffers a frame, or hands it back with the reason it cannot play.
-    pub fn push(&mut self, frame: Frame<T>) -> Result<(), (Frame<T>, DropReason)> {
-        let sequence = frame.header.decode_index;
-        if self.last.is_some_and(|l| sequence <= l) {
-            return Err((frame, DropReason::Late));
-        }
-        if self.buffer.contains_key(&sequence) {
-            return Err((frame, DropReason::Duplicate));
-        }
-        self.buffer.insert(sequence, frame);
-        Ok(())
-    }
-
-    /// When waiting alone can next release a frame (ns); `None` when only a new frame can.
-    pub fn deadline(&self, now: u64) -> Option<u64> {
-        let (&sequence, front) = self.buffer.first_key_value()?;
-        if self.is_next(sequence) || self.buffer.len() > MAX_BUFFERED {
-            return Some(now);
-        }
-        Some(front.arrival.saturating_add(self.window_ns))
-    }
-
-    fn is_next(&self, sequence: u64) -> bool {
-        self.last.is_none_or(|l| l.checked_add(1) == Some(sequence))
-    }
-
-    /// The next frame to play at `now`, if one is ready.
-    pub fn pop(&mut self, now: u64) -> Option<Frame<T>> {
-        let (&sequence, front) = self.buffer.first_key_value()?;
-        let overflow = self.buffer.len() > MAX_BUFFERED;
-        let ready = self.is_next(sequence) || now >= front.arrival.saturating_add(self.window_ns);
-        if !ready && !overflow {
-            return None;
-        }
-        let (_, frame) = self.buffer.pop_first()?;
-        self.last = Some(sequence);
-        Some(frame)
-    }
-
-    /// Drops every buffered frame that starts before `media` (µs): after a jump they
-    /// belong to media that was skipped.
-    pub fn drop_before(&mut self, media: i64) -> Vec<Frame<T>> {
-        let stale: Vec<u64> = self
-            .buffer
-            .iter()
-            .filter(|(_, f)| f.header.pts < media)
-            .map(|(k, _)| *k)
-            .collect();
-        stale
-            .into_iter()
-            .filter_map(|k| self.buffer.remove(&k))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::TrackRole;
-    use crate::header::FrameHeader;
-    use h264::{FrameKind, SliceType};
 
     #[test]
     fn opus_heads_round_trip_and_bad_ones_are_refused() {
@@ -431,85 +334,5 @@ mod tests {
         let mut m = AudioMapper::new(100_000, 0);
         m.place(1_000_000);
         assert!(m.place(0).starts_group);
-    }
-
-    fn frame(sequence: u64, arrival: u64) -> Frame<()> {
-        Frame {
-            header: FrameHeader {
-                kind: FrameKind::Key,
-                slice_type: SliceType::I,
-                decode_index: sequence,
-                dts: sequence as i64 * 20_000,
-                pts: sequence as i64 * 20_000,
-                duration: 20_000,
-                availability_us: 0,
-                base_group: sequence,
-                base_index: sequence,
-            },
-            layer: TrackRole::Base,
-            arrival,
-            data: (),
-        }
-    }
-
-    const MS: u64 = 1_000_000;
-
-    fn popped(buffer: &mut AudioBuffer<()>, now: u64) -> Vec<u64> {
-        std::iter::from_fn(|| buffer.pop(now).map(|f| f.header.decode_index)).collect()
-    }
-
-    #[test]
-    fn frames_in_sequence_leave_at_once_and_a_gap_waits_the_window() {
-        let mut b = AudioBuffer::new(50 * MS);
-        b.push(frame(10, 0)).unwrap();
-        b.push(frame(11, MS)).unwrap();
-        assert_eq!(popped(&mut b, MS), [10, 11]);
-        // 12 is missing: 13 waits for it until 50 ms after its own arrival.
-        b.push(frame(13, 100 * MS)).unwrap();
-        assert_eq!(b.deadline(100 * MS), Some(150 * MS));
-        assert!(popped(&mut b, 149 * MS).is_empty());
-        b.push(frame(12, 120 * MS)).unwrap();
-        assert_eq!(popped(&mut b, 120 * MS), [12, 13]);
-        // Another gap, and this time the missing frame comes after the wait: late.
-        b.push(frame(15, 200 * MS)).unwrap();
-        assert_eq!(popped(&mut b, 250 * MS), [15]);
-        assert!(matches!(
-            b.push(frame(14, 260 * MS)),
-            Err((_, DropReason::Late))
-        ));
-        b.push(frame(16, 270 * MS)).unwrap();
-        assert!(matches!(
-            b.push(frame(16, 271 * MS)),
-            Err((_, DropReason::Duplicate))
-        ));
-        assert_eq!(b.deadline(271 * MS), Some(271 * MS));
-    }
-
-    #[test]
-    fn a_jump_drops_the_frames_before_it_and_clear_restarts() {
-        let mut b = AudioBuffer::new(50 * MS);
-        for s in 0..10 {
-            b.push(frame(s, 0)).unwrap();
-        }
-        // Frames 0..=4 start before 100 ms of media.
-        let dropped = b.drop_before(100_000);
-        assert_eq!(dropped.len(), 5);
-        assert_eq!(popped(&mut b, 0), [5, 6, 7, 8, 9]);
-        b.clear();
-        b.push(frame(3, 0)).unwrap();
-        assert_eq!(popped(&mut b, 0), [3]);
-    }
-
-    #[test]
-    fn memory_stays_bounded_when_a_gap_never_fills() {
-        let mut b = AudioBuffer::new(u64::MAX);
-        b.push(frame(0, 0)).unwrap();
-        assert_eq!(popped(&mut b, 0), [0]);
-        for s in 2..(MAX_BUFFERED as u64 + 3) {
-            b.push(frame(s, 0)).unwrap();
-        }
-        let out = popped(&mut b, 0);
-        assert!(!out.is_empty());
-        assert!(b.len() <= MAX_BUFFERED);
     }
 }

@@ -6,10 +6,13 @@ use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use h264::FrameKind;
-use moq_media::audio::{AacConfig, AudioBuffer, OpusHead};
+use moq_media::audio::{AacConfig, OpusHead};
 use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
-use moq_media::reorder::{DropReason, Frame, Popped, Pushed};
-use moq_media::{ReorderBuffer, Timeline, TrackPlayout};
+use moq_player::renditions::AbrPrefs;
+use moq_player::reorder::{DropReason, Frame, Popped, Pushed};
+use moq_player::select::{Choice, MediaKind, TrackPrefs};
+use moq_player::stats::ReceiverStats;
+use moq_player::{AudioBuffer, ReorderBuffer, Timeline, TrackPlayout};
 use moq_session::blocking::Canceller;
 use moq_session::tls::Trust;
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
@@ -19,9 +22,6 @@ use super::receiver::{
     self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, Server, TrackFeed,
     unix_now_us,
 };
-use super::renditions::AbrPrefs;
-use super::select::{Choice, MediaKind, TrackPrefs};
-use super::stats::ReceiverStats;
 use crate::RUNTIME;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -943,7 +943,7 @@ impl MoqSrc {
                 arrival,
                 jump,
             ),
-            None => moq_media::playout::Stamped {
+            None => moq_player::playout::Stamped {
                 dts: arrival,
                 pts: arrival,
                 discont: true,

@@ -23,9 +23,6 @@ use gst::prelude::*;
 
 mod imp;
 mod receiver;
-mod renditions;
-mod select;
-mod stats;
 mod switcher;
 
 /// Whether moqsrc chooses among a video's renditions (the `abr` property).

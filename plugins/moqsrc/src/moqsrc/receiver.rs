@@ -25,9 +25,9 @@ use moq_wire::draft14::publish_done_code;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::renditions::AbrPrefs;
-use super::select::{self, Choice, MediaKind, Selected, TrackPrefs};
 use super::switcher::{Cut, Switcher};
+use moq_player::renditions::AbrPrefs;
+use moq_player::select::{self, Choice, MediaKind, Selected, TrackPrefs};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);

@@ -43,12 +43,12 @@ use std::time::{Duration, Instant};
 use h264::FrameKind;
 use moq_media::FrameHeader;
 use moq_media::catalog::Catalog;
-use moq_media::splice::{NewFrame, OldFrame, Renumber, Splice};
+use moq_player::splice::{NewFrame, OldFrame, Renumber, Splice};
 use moq_session::{FilterType, Location, Session, Subscription, TrackEvent};
 use tokio::task::JoinHandle;
 
 use super::receiver::{self, BASE_PRIORITY, Event, Item, Received, ReceiverConfig};
-use super::renditions::{AbrPrefs, Renditions, Target};
+use moq_player::renditions::{AbrPrefs, Renditions, Target};
 
 /// After a switch failed (e.g. the relay refused the track), none for this long.
 const RETRY_AFTER_US: u64 = 2_000_000;

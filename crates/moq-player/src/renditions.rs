@@ -1,7 +1,7 @@
 //! Which rendition of the video plays: the ABR state machine's choice, or the one the
 //! application pinned. Free of GStreamer and of the network.
 
-use moq_media::abr::Abr;
+use crate::abr::Abr;
 use moq_media::catalog::{Catalog, Codec, MediaFormat};
 
 /// What the application asks (the `abr`, `rendition` and `max-bitrate` properties).

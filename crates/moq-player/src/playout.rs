@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use crate::catalog::MediaKind;
+use moq_media::catalog::MediaKind;
 
 /// Nanoseconds per catalog timescale unit (µs).
 const NS_PER_UNIT: i64 = 1_000;

@@ -16,7 +16,7 @@
 
 use h264::FrameKind;
 
-use crate::header::FrameHeader;
+use moq_media::FrameHeader;
 
 /// Longest the old rendition plays on once the new one's keyframe is here.
 pub const CUT_WAIT_US: u64 = 1_000_000;

@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use h264::FrameKind;
 
-use crate::catalog::TrackRole;
-use crate::header::FrameHeader;
+use moq_media::FrameHeader;
+use moq_media::catalog::TrackRole;
 
 /// A received frame and whatever the caller carries with it.
 #[derive(Debug, Clone)]

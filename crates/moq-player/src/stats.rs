@@ -1,9 +1,9 @@
 //! Receiver statistics behind moqsrc's `stats` property. Free of GStreamer.
 
+use crate::reorder::{DropReason, Jump};
 use h264::FrameKind;
 use moq_media::FrameHeader;
 use moq_media::metrics::{InterarrivalJitter, LatencyWindow, TsDf};
-use moq_media::reorder::{DropReason, Jump};
 
 const SECOND_US: i64 = 1_000_000;
 

@@ -1,0 +1,28 @@
+//! The player core: what a MoQ receiver decides, free of sockets, clocks and GStreamer.
+//! Every input carries the time it happens at; nothing here reads a clock, so each
+//! decision is tested in virtual time.
+//!
+//! - [`select`]: which of a catalog's tracks play;
+//! - [`reorder`]: the video reorder buffer and its skip-forward decisions;
+//! - [`audio`]: the audio reorder window;
+//! - [`playout`]: media time → running time, one timeline for a broadcast's tracks;
+//! - [`stats`]: what a track's receiver counts and measures;
+//! - [`abr`]: which rendition of a video the path carries;
+//! - [`renditions`]: the rendition playing, from ABR or the application's choice;
+//! - [`splice`]: switching a video between renditions without a seam.
+
+// Input from the network must never panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod abr;
+pub mod audio;
+pub mod playout;
+pub mod renditions;
+pub mod reorder;
+pub mod select;
+pub mod splice;
+pub mod stats;
+
+pub use audio::AudioBuffer;
+pub use playout::{PlayoutClock, Timeline, TrackPlayout};
+pub use reorder::ReorderBuffer;

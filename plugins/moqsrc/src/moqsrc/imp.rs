@@ -1,5 +1,5 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use gst::glib;
@@ -8,18 +8,18 @@ use gst::subclass::prelude::*;
 use h264::FrameKind;
 use moq_media::audio::{AacConfig, OpusHead};
 use moq_media::catalog::{Catalog, Codec, MediaFormat, TrackEntry};
+use moq_player::player::Event as PlayerEvent;
 use moq_player::renditions::AbrPrefs;
-use moq_player::reorder::{DropReason, Frame, Popped, Pushed};
 use moq_player::select::{Choice, MediaKind, TrackPrefs};
 use moq_player::stats::ReceiverStats;
-use moq_player::{AudioBuffer, ReorderBuffer, Timeline, TrackPlayout};
+use moq_player::{Now, Player, PlayerConfig, TrackId};
 use moq_session::blocking::Canceller;
 use moq_session::tls::Trust;
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
-    self, Control, EVENT_QUEUE, Event, Item, Received, ReceiverConfig, Server, TrackFeed,
+    self, Control, EVENT_QUEUE, Event, Item, Payload, ReceiverConfig, Server, TrackFeed,
     unix_now_us,
 };
 use crate::RUNTIME;
@@ -91,90 +91,36 @@ struct Started {
     controls: watch::Sender<Control>,
 }
 
-/// How often a pad holding an early frame looks again: another pad may move the timeline.
-const HOLD_POLL: Duration = Duration::from_millis(10);
-
-/// The broadcast's one timeline, shared by its pads.
-#[derive(Debug)]
-struct SharedTimeline {
-    timeline: Timeline,
-    /// The latest reset applied: every pad is told of each reset, and the first to act
-    /// on it resets the timeline for all.
-    generation: u64,
-}
-
 /// An output pad, as the element keeps track of it.
-struct Output {
+struct OutputPad {
     pad: gst::Pad,
-    name: String,
-    kind: MediaKind,
-    stats: Arc<Mutex<ReceiverStats>>,
+    track: TrackId,
 }
 
-/// What each kind of pad reorders with.
-enum Reorder {
-    Video(ReorderBuffer<Received>),
-    Audio(AudioBuffer<Received>),
-}
-
-impl Reorder {
-    fn len(&self) -> usize {
-        match self {
-            Reorder::Video(r) => r.len(),
-            Reorder::Audio(a) => a.len(),
-        }
-    }
-}
-
-/// Frames a pad's reorder buffer takes from its channel ahead of need: enough to see
-/// past a gap, few enough that the channel still pushes back on the network side.
+/// Frames a pad's player takes from its channel ahead of need: enough to see past a gap,
+/// few enough that the channel still pushes back on the network side.
 const REORDER_FILL: usize = 128;
 
 /// A pad's streaming state, owned by its task: no lock is held while it waits.
 struct TrackStream {
+    track: TrackId,
     name: String,
-    kind: MediaKind,
     items: mpsc::Receiver<Item>,
-    reorder: Reorder,
-    playout: TrackPlayout,
-    /// Monotonic origin for arrival times given to the reorder buffers.
-    epoch: Instant,
     /// The catalog generation and track whose caps were pushed.
     caps_from: (u64, String),
-    /// The catalog track whose caps the pad has: its own, or the video rendition playing.
-    rendition: String,
-    /// The rendition to play from a frame on (decode index), once that frame goes out.
-    next_rendition: Option<(u64, String)>,
     /// stream-start and segment went out.
     started: bool,
-    eos: bool,
-    /// Frames output so far: the first one's anchoring is not a rebuffer.
-    outputs: u64,
-    /// Epoch of the media subscriptions whose frames are wanted.
-    media_epoch: u64,
-    /// Resumes of the element those subscriptions were made after.
-    media_resumes: u64,
-    stats: Arc<Mutex<ReceiverStats>>,
-    /// The next frame, early: it waits for its slot.
-    held: Option<Held>,
-}
-
-/// A frame that left the reorder buffer before its slot on the timeline.
-struct Held {
-    frame: Frame<Received>,
-    jump: bool,
-    /// When it may leave, ns since the stream's epoch.
-    until: u64,
 }
 
 #[derive(Default)]
 pub struct MoqSrc {
     settings: Mutex<Settings>,
     started: Mutex<Option<Started>>,
-    /// Lock order: `outputs` before `timeline`, `catalog`, `combiner`; none is held
+    /// Lock order: `outputs` before `player`, `catalog`, `combiner`; none is held
     /// while waiting or pushing.
-    outputs: Mutex<Vec<Output>>,
-    timeline: Mutex<Option<SharedTimeline>>,
+    outputs: Mutex<Vec<OutputPad>>,
+    /// The broadcast's player while the element runs.
+    player: Mutex<Option<Player<Payload>>>,
     /// The latest catalog and how many have been seen.
     catalog: Mutex<(u64, Option<Catalog>)>,
     combiner: Mutex<gst_base::UniqueFlowCombiner>,
@@ -189,10 +135,6 @@ pub struct MoqSrc {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn ns_since(epoch: Instant, t: Instant) -> u64 {
-    u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A time in ns as a `ClockTime`, saturated below `NONE` (which is `u64::MAX`).
@@ -360,10 +302,12 @@ impl MoqSrc {
             ..Control::default()
         });
         self.canceller.reset();
-        *lock(&self.timeline) = Some(SharedTimeline {
-            timeline: Timeline::new(latency_ns),
-            generation: 0,
+        let mut player = Player::new(PlayerConfig {
+            latency_ns,
+            skip_forward: settings.skip_forward,
         });
+        player.resumed(self.resumes.load(Ordering::Relaxed));
+        *lock(&self.player) = Some(player);
         *lock(&self.catalog) = (0, None);
         *lock(&self.group_id) = Some(gst::GroupId::next());
         let worker = RUNTIME.spawn(receiver::run(config, events_tx, control_rx));
@@ -390,7 +334,7 @@ impl MoqSrc {
             let _ = self.obj().remove_pad(&output.pad);
         }
         lock(&self.combiner).clear();
-        *lock(&self.timeline) = None;
+        *lock(&self.player) = None;
     }
 
     /// Acts on one event of the network side (on a runtime thread).
@@ -497,49 +441,24 @@ impl MoqSrc {
                 MoqSrc::catch_panic_pad_function(parent, || false, |imp| imp.src_query(pad, query))
             })
             .build();
-        let (latency_ms, skip_forward) = {
-            let s = lock(&self.settings);
-            (s.latency_ms, s.skip_forward)
-        };
-        let latency_ns = u64::from(latency_ms) * 1_000_000;
-        let stats = Arc::new(Mutex::new(ReceiverStats::default()));
-        let reorder = match track.kind {
-            MediaKind::Video => Reorder::Video(ReorderBuffer::new(latency_ns, skip_forward)),
-            // Audio frames arrive in order; a missing one is waited for briefly, so what
-            // follows it still plays within the latency.
-            MediaKind::Audio => Reorder::Audio(AudioBuffer::new(latency_ns / 2)),
+        let Some(id) = lock(&self.player)
+            .as_mut()
+            .map(|p| p.add_track(&track.name, track.kind))
+        else {
+            return;
         };
         let mut stream = TrackStream {
+            track: id,
             name: track.name.clone(),
-            kind: track.kind,
             items,
-            reorder,
-            playout: TrackPlayout::default(),
-            epoch: Instant::now(),
             caps_from: (0, String::new()),
-            rendition: track.name.clone(),
-            next_rendition: None,
             started: false,
-            eos: false,
-            outputs: 0,
-            media_epoch: 0,
-            media_resumes: self.resumes.load(Ordering::Relaxed),
-            stats: stats.clone(),
-            held: None,
         };
-        outputs.push(Output {
+        outputs.push(OutputPad {
             pad: pad.clone(),
-            name: track.name.clone(),
-            kind: track.kind,
-            stats,
+            track: id,
         });
         drop(outputs);
-        if let Some(timeline) = lock(&self.timeline).as_mut() {
-            match track.kind {
-                MediaKind::Audio => timeline.timeline.set_audio_leads(skip_forward),
-                MediaKind::Video => timeline.timeline.set_has_video(true),
-            }
-        }
         lock(&self.combiner).add_pad(&pad);
         let _ = pad.set_active(true);
         gst::info!(
@@ -621,17 +540,20 @@ impl MoqSrc {
             }
             pad.push_event(start.build());
         }
+        let rendition = self
+            .with_player(|p| p.rendition(stream.track).to_owned())
+            .ok_or(gst::FlowError::Flushing)?;
         let (generation, caps) = {
             let catalog = lock(&self.catalog);
             let caps = catalog
                 .1
                 .as_ref()
-                .and_then(|c| c.track(&stream.rendition))
+                .and_then(|c| c.track(&rendition))
                 .and_then(caps_for);
             (catalog.0, caps)
         };
-        if (generation, &stream.rendition) != (stream.caps_from.0, &stream.caps_from.1) {
-            stream.caps_from = (generation, stream.rendition.clone());
+        if (generation, &rendition) != (stream.caps_from.0, &stream.caps_from.1) {
+            stream.caps_from = (generation, rendition);
             if let Some(caps) = caps
                 && pad.current_caps().as_ref() != Some(&caps)
             {
@@ -649,39 +571,107 @@ impl MoqSrc {
         Ok(())
     }
 
+    /// The time now on the player's clocks. A live source stamps data with when it
+    /// arrived, in running time; before the pipeline plays, running time is 0.
+    fn now(&self) -> Now {
+        Now {
+            running: self
+                .obj()
+                .current_running_time()
+                .map_or(0, |t| t.nseconds()),
+            unix_us: unix_now_us(),
+        }
+    }
+
+    /// Runs `f` on the player, then reports what it did; `None` once the element stopped.
+    fn with_player<R>(&self, f: impl FnOnce(&mut Player<Payload>) -> R) -> Option<R> {
+        let (result, events) = {
+            let mut guard = lock(&self.player);
+            let player = guard.as_mut()?;
+            let result = f(player);
+            let mut events: Vec<(PlayerEvent, String)> = Vec::new();
+            while let Some(event) = player.poll_event() {
+                let track = match &event {
+                    PlayerEvent::Jumped { track, .. } | PlayerEvent::Dropped { track, .. } => {
+                        *track
+                    }
+                };
+                events.push((event, player.name(track).to_owned()));
+            }
+            (result, events)
+        };
+        for (event, track) in events {
+            self.report(event, &track);
+        }
+        Some(result)
+    }
+
+    /// Tells the application and the network side what the player did.
+    fn report(&self, event: PlayerEvent, track: &str) {
+        match event {
+            PlayerEvent::Jumped { group, jump, .. } => {
+                self.control(|c| c.skip_before = c.skip_before.max(group));
+                self.post_message(
+                    gst::Structure::builder("moq-skip")
+                        .field("track", track)
+                        .field("skipped-ms", jump.skipped_us / 1000)
+                        .field("skipped-base-frames", jump.skipped_base_frames)
+                        .build(),
+                );
+            }
+            PlayerEvent::Dropped {
+                decode_index,
+                reason,
+                ..
+            } => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{track}: dropped frame {decode_index}: {reason:?}"
+                )
+            }
+        }
+    }
+
     /// Waits for the pad's next frame to output; no lock is held meanwhile.
     fn produce(
         &self,
         pad: &gst::Pad,
         stream: &mut TrackStream,
     ) -> Result<gst::Buffer, gst::FlowError> {
+        let track = stream.track;
         loop {
             self.sticky_events(pad, stream)?;
-            // What has already arrived is in the reorder buffer before it decides that a
-            // frame is missing: frames can wait in the channel while downstream holds the
-            // pad (a sink keeping audio in sync with slower video).
-            while stream.reorder.len() < REORDER_FILL
+            // What has already arrived is in the player before it decides that a frame is
+            // missing: frames can wait in the channel while downstream holds the pad (a
+            // sink keeping audio in sync with slower video).
+            while self
+                .with_player(|p| p.buffered(track) < REORDER_FILL)
+                .ok_or(gst::FlowError::Flushing)?
                 && let Ok(item) = stream.items.try_recv()
             {
-                self.handle_item(stream, item);
+                let now = self.now();
+                self.with_player(|p| p.push(track, item, now));
             }
-            let now = ns_since(stream.epoch, Instant::now());
-            let drain_all = stream.eos && stream.items.is_empty();
-            let at = if drain_all { u64::MAX } else { now };
-            if let Some(buffer) = self.pop(stream, at)? {
+            let now = self.now();
+            let drain_all =
+                self.with_player(|p| p.ended(track)) == Some(true) && stream.items.is_empty();
+            let (output, wake_at) = self
+                .with_player(|p| match drain_all {
+                    true => (p.pop_remaining(track, now), None),
+                    false => (p.pop(track, now), p.wake_at(track, now)),
+                })
+                .ok_or(gst::FlowError::Flushing)?;
+            if let Some(output) = output {
                 // The new caps of a rendition that starts with this frame go first.
                 self.sticky_events(pad, stream)?;
-                return Ok(buffer);
+                return Ok(self.make_buffer(track, output));
             }
             if drain_all {
                 return Err(gst::FlowError::Eos);
             }
-            let deadline = match (&stream.held, &stream.reorder) {
-                (Some(held), _) => Some(held.until.min(now + HOLD_POLL.as_nanos() as u64)),
-                (None, Reorder::Video(r)) => r.deadline(now),
-                (None, Reorder::Audio(a)) => a.deadline(now),
-            }
-            .map(|d| stream.epoch + Duration::from_nanos(d));
+            let deadline = wake_at
+                .map(|at| Instant::now() + Duration::from_nanos(at.saturating_sub(now.running)));
             let items = &mut stream.items;
             let next = self.canceller.block_on(RUNTIME.handle(), async {
                 match deadline {
@@ -692,10 +682,13 @@ impl MoqSrc {
             match next {
                 Err(_) => return Err(gst::FlowError::Flushing),
                 Ok(None) => {}
-                Ok(Some(Some(item))) => self.handle_item(stream, item),
+                Ok(Some(Some(item))) => {
+                    let now = self.now();
+                    self.with_player(|p| p.push(track, item, now));
+                }
                 Ok(Some(None)) => {
                     // The network side ended without an EOS: it was stopped or failed.
-                    if !stream.eos {
+                    if self.with_player(|p| p.ended(track)) != Some(true) {
                         return Err(gst::FlowError::Flushing);
                     }
                 }
@@ -703,205 +696,19 @@ impl MoqSrc {
         }
     }
 
-    /// The next frame ready at `now` (ns since the stream's epoch; `u64::MAX` drains),
-    /// as a buffer.
-    fn pop(
-        &self,
-        stream: &mut TrackStream,
-        now: u64,
-    ) -> Result<Option<gst::Buffer>, gst::FlowError> {
-        loop {
-            let (frame, jump) = match stream.held.take() {
-                Some(held) => (held.frame, held.jump),
-                None => match self.next_frame(stream, now) {
-                    Some(next) => next,
-                    None => return Ok(None),
-                },
-            };
-            let times = self.running_times(stream, &frame);
-            let (passed, hold) = lock(&self.timeline).as_ref().map_or((false, None), |t| {
-                let h = &frame.header;
-                // After a jump moved the timeline, audio that no longer has a place on
-                // it goes with the media skipped.
-                let passed = stream.kind == MediaKind::Audio
-                    && t.timeline.is_passed(&stream.playout, h.dts, h.duration);
-                let (now_running, arrival) = times;
-                let hold = if now == u64::MAX {
-                    None
-                } else {
-                    t.timeline
-                        .hold_until(stream.kind, h.dts, arrival, now_running, jump)
-                        // From running time to the stream's clock.
-                        .map(|until| now.saturating_add(until.saturating_sub(now_running)))
-                };
-                (passed, hold)
-            });
-            if passed {
-                self.dropped(stream, &frame, DropReason::Skipped);
-                continue;
-            }
-            if let Some(until) = hold {
-                stream.held = Some(Held { frame, jump, until });
-                return Ok(None);
-            }
-            if let Some((from, _)) = &stream.next_rendition
-                && frame.header.decode_index >= *from
-                && let Some((_, name)) = stream.next_rendition.take()
-            {
-                lock(&stream.stats).rendition(name.clone());
-                stream.rendition = name;
-            }
-            return Ok(Some(self.make_buffer(stream, frame, jump, times)));
-        }
-    }
-
-    /// The next frame the pad's reorder buffer releases at `now`, and whether playback
-    /// jumps to it.
-    fn next_frame(&self, stream: &mut TrackStream, now: u64) -> Option<(Frame<Received>, bool)> {
-        loop {
-            match &mut stream.reorder {
-                Reorder::Video(reorder) => match reorder.pop(now)? {
-                    Popped::Frame { frame, jump } => {
-                        if let Some(jump) = &jump {
-                            lock(&stream.stats).jumped(jump);
-                            let group = frame.header.base_group;
-                            self.control(|c| c.skip_before = c.skip_before.max(group));
-                            self.post_message(
-                                gst::Structure::builder("moq-skip")
-                                    .field("track", &stream.name)
-                                    .field("skipped-ms", jump.skipped_us / 1000)
-                                    .field("skipped-base-frames", jump.skipped_base_frames)
-                                    .build(),
-                            );
-                        }
-                        return Some((frame, jump.is_some()));
-                    }
-                    Popped::Dropped { frame, reason } => self.dropped(stream, &frame, reason),
-                },
-                Reorder::Audio(buffer) => return buffer.pop(now).map(|frame| (frame, false)),
-            }
-        }
-    }
-
-    /// The running time now, and the one at which `frame` arrived.
-    fn running_times(&self, stream: &TrackStream, frame: &Frame<Received>) -> (u64, u64) {
-        // A live source stamps data with when it arrived, not when downstream let us push
-        // it: time spent blocked behind the decoder and sink is covered by their latency.
-        let now = self
-            .obj()
-            .current_running_time()
-            .map_or(0, |t| t.nseconds());
-        let waited = ns_since(stream.epoch, Instant::now()).saturating_sub(frame.arrival);
-        (now, now.saturating_sub(waited))
-    }
-
-    fn dropped(&self, stream: &TrackStream, frame: &Frame<Received>, reason: DropReason) {
-        lock(&stream.stats).dropped(reason);
-        gst::debug!(
-            CAT,
-            imp = self,
-            "{}: dropped frame {}: {reason:?}",
-            stream.name,
-            frame.header.decode_index
-        );
-    }
-
-    /// Handles one item from the network side.
-    fn handle_item(&self, stream: &mut TrackStream, item: Item) {
-        match item {
-            Item::Reset { generation } => {
-                stream.held = None;
-                match &mut stream.reorder {
-                    Reorder::Video(r) => r.clear(),
-                    Reorder::Audio(a) => a.clear(),
-                }
-                if let Some(timeline) = lock(&self.timeline).as_mut()
-                    && generation > timeline.generation
-                {
-                    timeline.generation = generation;
-                    timeline.timeline.reset();
-                }
-            }
-            Item::Subscribed { epoch, resumes } => {
-                gst::debug!(
-                    CAT,
-                    imp = self,
-                    "{}: subscribed, epoch {epoch}",
-                    stream.name
-                );
-                stream.media_epoch = epoch;
-                stream.media_resumes = resumes;
-            }
-            Item::Frame(received)
-                if received.epoch != stream.media_epoch
-                    || stream.media_resumes < self.resumes.load(Ordering::Relaxed) =>
-            {
-                gst::trace!(CAT, imp = self, "dropping a frame received before a pause");
-            }
-            Item::Frame(received) => {
-                let header = received.header;
-                let bytes = received.au.len();
-                let arrival_us = unix_now_us()
-                    - i64::try_from(received.received.elapsed().as_micros()).unwrap_or(0);
-                let frame = Frame {
-                    header,
-                    layer: received.layer,
-                    arrival: ns_since(stream.epoch, received.received),
-                    data: received,
-                };
-                let refused = match &mut stream.reorder {
-                    Reorder::Video(r) => match r.push(frame) {
-                        Pushed::Buffered { out_of_order } => {
-                            lock(&stream.stats).arrived(&header, bytes, arrival_us, out_of_order);
-                            None
-                        }
-                        Pushed::Dropped(frame, reason) => Some((frame, reason)),
-                    },
-                    Reorder::Audio(a) => match a.push(frame) {
-                        Ok(()) => {
-                            lock(&stream.stats).arrived(&header, bytes, arrival_us, false);
-                            None
-                        }
-                        Err(refused) => Some(refused),
-                    },
-                };
-                if let Some((frame, reason)) = refused {
-                    lock(&stream.stats).arrived(&header, bytes, arrival_us, false);
-                    self.dropped(stream, &frame, reason);
-                }
-            }
-            Item::GroupEnd { epoch, .. } if epoch != stream.media_epoch => {}
-            Item::GroupEnd {
-                group,
-                complete,
-                last,
-                ..
-            } => {
-                if let Reorder::Video(r) = &mut stream.reorder {
-                    if !complete {
-                        gst::debug!(CAT, imp = self, "{}: group {group} was reset", stream.name);
-                        r.group_lost(group);
-                    } else if let Some(last) = last {
-                        r.group_ended(group, last);
-                    }
-                }
-            }
-            Item::Rendition { name, from: None } if stream.outputs == 0 => {
-                lock(&stream.stats).rendition(name.clone());
-                stream.rendition = name;
-            }
-            Item::Rendition { name, from } => {
-                stream.next_rendition = Some((from.unwrap_or(0), name));
-            }
-            Item::Eos => stream.eos = true,
-        }
-    }
-
     fn stats(&self) -> gst::Structure {
-        let outputs: Vec<(String, MediaKind, ReceiverStats)> = lock(&self.outputs)
+        let tracks: Vec<(gst::Pad, TrackId)> = lock(&self.outputs)
             .iter()
-            .map(|o| (o.name.clone(), o.kind, lock(&o.stats).clone()))
+            .map(|o| (o.pad.clone(), o.track))
             .collect();
+        let outputs: Vec<(String, MediaKind, ReceiverStats)> = self
+            .with_player(|p| {
+                tracks
+                    .iter()
+                    .map(|(_, t)| (p.name(*t).to_owned(), p.kind(*t), p.stats(*t).clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut s = gst::Structure::builder("moqsrc-stats");
         // The first video track's figures at the top level, as before tracks were pads.
         if let Some((_, _, video)) = outputs.iter().find(|(_, k, _)| *k == MediaKind::Video) {
@@ -926,50 +733,23 @@ impl MoqSrc {
         s.field("tracks", gst::Array::new(tracks)).build()
     }
 
-    fn make_buffer(
-        &self,
-        stream: &mut TrackStream,
-        frame: Frame<Received>,
-        jump: bool,
-        (now, arrival): (u64, u64),
-    ) -> gst::Buffer {
-        let h = frame.header;
-        let stamped = match lock(&self.timeline).as_mut() {
-            Some(shared) => shared.timeline.stamp(
-                stream.kind,
-                &mut stream.playout,
-                h.dts,
-                h.pts,
-                arrival,
-                jump,
-            ),
-            None => moq_player::playout::Stamped {
-                dts: arrival,
-                pts: arrival,
-                discont: true,
-                reanchored: true,
-                late: false,
-            },
-        };
-        let rebuffered = stamped.reanchored && !jump && stream.outputs > 0;
-        lock(&stream.stats).output(&h, unix_now_us(), rebuffered);
-        stream.outputs += 1;
+    /// The buffer for a frame the player output.
+    fn make_buffer(&self, track: TrackId, output: moq_player::Output<Payload>) -> gst::Buffer {
+        let h = output.header;
         gst::log!(
             CAT,
             imp = self,
-            "{}: frame {} arrived at {arrival} (now {now}): dts {} discont {}",
-            stream.name,
+            "{track:?}: frame {} out: dts {} discont {}",
             h.decode_index,
-            stamped.dts,
-            stamped.discont
+            output.dts,
+            output.discont
         );
+        let kind = self.with_player(|p| p.kind(track));
         // The object's budget is released with it: the buffer is downstream's now.
-        let received_us =
-            unix_now_us().saturating_sub(frame.data.received.elapsed().as_micros() as i64);
-        let mut buffer = gst::Buffer::from_slice(frame.data.au);
+        let mut buffer = gst::Buffer::from_slice(output.data.au);
         if let Some(buffer) = buffer.get_mut() {
-            buffer.set_dts(clock_ns(stamped.dts));
-            buffer.set_pts(clock_ns(stamped.pts));
+            buffer.set_dts(clock_ns(output.dts));
+            buffer.set_pts(clock_ns(output.pts));
             buffer.set_duration(clock_us(h.duration));
             // Counted from the publisher's first frame (its epoch); hang numbers frames
             // by group and object.
@@ -979,10 +759,10 @@ impl MoqSrc {
                 .filter(|c| c.format == MediaFormat::Native)
                 .map_or(0, |c| c.epoch);
             buffer.set_offset(h.decode_index.saturating_sub(epoch));
-            if stamped.discont || jump {
+            if output.discont {
                 buffer.set_flags(gst::BufferFlags::DISCONT);
             }
-            if stream.kind == MediaKind::Video && h.kind != FrameKind::Key {
+            if kind == Some(MediaKind::Video) && h.kind != FrameKind::Key {
                 buffer.set_flags(gst::BufferFlags::DELTA_UNIT);
             }
             static UNIX: LazyLock<gst::Caps> =
@@ -1002,7 +782,7 @@ impl MoqSrc {
             gst::ReferenceTimestampMeta::add(
                 buffer,
                 &RECEIVED,
-                clock_us(received_us.max(0) as u64),
+                clock_us(output.received_us.max(0) as u64),
                 gst::ClockTime::NONE,
             );
         }
@@ -1298,6 +1078,7 @@ impl ElementImpl for MoqSrc {
             {
                 // Resume at the live edge, not with what was queued before the pause.
                 let resumes = self.resumes.fetch_add(1, Ordering::Relaxed) + 1;
+                self.with_player(|p| p.resumed(resumes));
                 self.control(|c| {
                     c.paused = false;
                     c.resumes = resumes;

@@ -23,7 +23,6 @@ use gst::prelude::*;
 
 mod imp;
 mod receiver;
-mod switcher;
 
 /// Whether moqsrc chooses among a video's renditions (the `abr` property).
 #[derive(Debug, Eq, PartialEq, Clone, Copy, Default, glib::Enum)]

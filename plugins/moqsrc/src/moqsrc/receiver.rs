@@ -25,9 +25,9 @@ use moq_wire::draft14::publish_done_code;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::switcher::{Cut, Switcher};
 use moq_player::renditions::AbrPrefs;
 use moq_player::select::{self, Choice, MediaKind, Selected, TrackPrefs};
+use moq_player::switch::{Action, Switcher};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
@@ -122,49 +122,17 @@ pub struct TrackFeed {
 }
 
 /// What a pad gets.
-#[derive(Debug)]
-pub enum Item {
-    /// The timeline starts afresh (a new session, a restarted publisher, a resume): every
-    /// track gets the same `generation`, so the shared clock is reset once.
-    Reset {
-        generation: u64,
-    },
-    /// The media subscriptions (re)started, after `resumes` resumes of the element: frames
-    /// of this epoch follow.
-    Subscribed {
-        epoch: u64,
-        resumes: u64,
-    },
-    Frame(Received),
-    /// The video is rendition `name` of its alternate group from the frame of decode
-    /// index `from` on (from the start if None): its caps are that rendition's.
-    Rendition {
-        name: String,
-        from: Option<u64>,
-    },
-    /// A video base-layer group's stream ended; `complete` is false when it was reset.
-    /// `last`: the decode index of its last frame, for formats that number frames
-    /// within their group (the next group's keyframe follows it).
-    GroupEnd {
-        epoch: u64,
-        group: u64,
-        complete: bool,
-        last: Option<u64>,
-    },
-    /// The publisher ended the track.
-    Eos,
-}
+pub type Item = moq_player::Item<Payload>;
 
-/// A frame as received. The object it came in keeps its bytes counted against the
-/// session's receive budget until this is dropped.
+/// A frame as received.
+pub type Received = moq_player::Incoming<Payload>;
+
+/// A frame's bytes. The object they came in stays counted against the session's receive
+/// budget until this is dropped.
 #[derive(Debug)]
-pub struct Received {
-    pub epoch: u64,
-    pub header: FrameHeader,
-    pub layer: TrackRole,
+pub struct Payload {
     pub au: Bytes,
-    pub received: Instant,
-    pub _object: Object,
+    _object: Object,
 }
 
 /// What the element wants; the latest value counts.
@@ -245,6 +213,17 @@ pub fn unix_now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// µs since `origin`, on the monotonic clock.
+fn micros_since(origin: Instant) -> u64 {
+    u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The wall clock at `instant`, µs since the UNIX epoch.
+pub fn unix_us_at(instant: Instant) -> i64 {
+    let ago = i64::try_from(instant.elapsed().as_micros()).unwrap_or(i64::MAX);
+    unix_now_us().saturating_sub(ago)
 }
 
 /// When [`stamp`] was last called.
@@ -649,13 +628,14 @@ async fn start_track(
     let mut switcher = (track.kind == MediaKind::Video && track.enhancement.is_none())
         .then(|| {
             let prefs = controls.borrow().abr.clone();
+            let now_us = micros_since(progress.origin);
             Switcher::new(
                 catalog,
                 &track.name,
                 &prefs,
-                config,
-                session,
+                BASE_PRIORITY,
                 progress.epoch,
+                now_us,
             )
         })
         .flatten();
@@ -677,7 +657,7 @@ async fn start_track(
         None => subscribe(config, session, name, priority(track.kind)).await?,
     };
     if let Some(switcher) = &mut switcher {
-        switcher.subscribed(main.largest);
+        switcher.subscribed(main.largest.map(|l| l.group));
     }
     let enhancement = match &track.enhancement {
         Some(name) => Some(subscribe(config, session, name, ENHANCEMENT_PRIORITY).await?),
@@ -700,7 +680,9 @@ async fn start_track(
         }
     }
     let forwarder = Forwarder {
-        url: config.server.url.to_string(),
+        config: config.clone(),
+        session: session.clone(),
+        track: track.name.clone(),
         kind: track.kind,
         epoch: progress.epoch,
         resumes: progress.resumes,
@@ -709,13 +691,16 @@ async fn start_track(
         controls: controls.clone(),
         last_media: progress.last_media.clone(),
         origin: progress.origin,
-        lost: session.clone(),
         hang: (catalog.format == MediaFormat::Hang)
             .then(|| catalog.track(&track.name))
             .flatten()
             .map(|entry| HangReader::new(catalog, entry)),
     };
-    round.spawn(forwarder.run(main, enhancement, switcher));
+    let switching = switcher.map(|switcher| Switching {
+        switcher,
+        link: None,
+    });
+    round.spawn(forwarder.run(main, enhancement, switching));
     Ok(())
 }
 
@@ -851,7 +836,10 @@ async fn silence(
 
 /// Forwards one track's frames to its pad.
 struct Forwarder {
-    url: String,
+    config: ReceiverConfig,
+    session: Session,
+    /// The track the pad plays.
+    track: String,
     kind: MediaKind,
     epoch: u64,
     resumes: u64,
@@ -860,19 +848,18 @@ struct Forwarder {
     controls: watch::Receiver<Control>,
     last_media: Arc<AtomicU64>,
     origin: Instant,
-    lost: Session,
     /// Reads hang frames; `None` for our own.
     hang: Option<HangReader>,
 }
 
 impl Forwarder {
-    /// Forwards `main` (and its enhancement layer) until the track ends; `switcher`
+    /// Forwards `main` (and its enhancement layer) until the track ends; `switching`
     /// switches the video between renditions, replacing `main`.
     async fn run(
         mut self,
         mut main: Subscription,
         mut enhancement: Option<Subscription>,
-        mut switcher: Option<Switcher>,
+        mut switching: Option<Switching>,
     ) -> TrackEnd {
         let mut skip_before = self.controls.borrow().skip_before;
         // One event held from each layer, so that the one that arrived first goes first:
@@ -887,35 +874,36 @@ impl Forwarder {
                 if c.paused || c.resumes != self.resumes {
                     return TrackEnd::Restart;
                 }
+                let now = self.now_us();
                 if self.kind == MediaKind::Video && c.skip_before > skip_before {
                     skip_before = c.skip_before;
-                    let group = switcher
+                    let group = switching
                         .as_ref()
-                        .map_or(skip_before, |s| s.rendition_group(skip_before));
+                        .map_or(skip_before, |s| s.switcher.rendition_group(skip_before));
                     main.stop_groups_before(group);
-                    if let Some(switcher) = &mut switcher {
-                        switcher.on_skip();
+                    if let Some(sw) = &mut switching {
+                        sw.switcher.on_skip(now);
                     }
                 }
-                if let Some(switcher) = &mut switcher {
-                    switcher.set_prefs(&c.abr);
+                if let Some(sw) = &mut switching {
+                    sw.switcher.set_prefs(&c.abr, now);
                 }
             }
-            if let Some(sw) = &mut switcher {
+            if let Some(sw) = &mut switching {
                 // The switch's own subscription is read whenever the main one is, so a
                 // busy old rendition cannot hold the new one back.
-                while let Some(event) = tokio::select! {
+                while let Some(linked) = tokio::select! {
                     biased;
-                    event = sw.next() => Some(event),
+                    linked = sw.next() => Some(linked),
                     () = std::future::ready(()) => None,
                 } {
-                    self.hand_to_switch(sw, event);
+                    self.take_linked(sw, linked);
                 }
                 if Instant::now() >= next_tick {
                     next_tick = Instant::now() + SWITCH_TICK;
-                    sw.tick();
+                    sw.switcher.tick(self.now_us());
                 }
-                if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
+                if let Some(end) = self.apply(sw, &mut main, &mut held_main).await {
                     return end;
                 }
             }
@@ -928,14 +916,14 @@ impl Forwarder {
                 held_enhancement = enhancement.try_next();
             }
             if held_main.is_none() && held_enhancement.is_none() {
-                let ticking = switcher.is_some();
+                let ticking = switching.is_some();
                 tokio::select! {
                     event = main.next() => held_main = Some(event),
                     event = next_or_pending(&mut enhancement) => held_enhancement = Some(event),
-                    event = next_switch(&mut switcher) => {
-                        if let Some(sw) = &mut switcher {
-                            self.hand_to_switch(sw, event);
-                            if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
+                    linked = next_linked(&mut switching) => {
+                        if let Some(sw) = &mut switching {
+                            self.take_linked(sw, linked);
+                            if let Some(end) = self.apply(sw, &mut main, &mut held_main).await {
                                 return end;
                             }
                         }
@@ -982,14 +970,15 @@ impl Forwarder {
                     Some(TrackEvent::Ended { status, reason }) => {
                         return TrackEnd::Lost(format!(
                             "{}: a track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
-                            self.url
+                            self.config.server.url
                         ));
                     }
                     Some(event) => self.item(event, TrackRole::Base),
                     None => {
-                        return TrackEnd::Lost(match self.lost.close_reason() {
-                            Some(reason) => format!("connection to {} lost: {reason}", self.url),
-                            None => format!("connection to {} lost", self.url),
+                        let url = &self.config.server.url;
+                        return TrackEnd::Lost(match self.session.close_reason() {
+                            Some(reason) => format!("connection to {url} lost: {reason}"),
+                            None => format!("connection to {url} lost"),
                         });
                     }
                 }
@@ -997,9 +986,9 @@ impl Forwarder {
             let Some(item) = item else {
                 continue;
             };
-            if let Some(sw) = &mut switcher {
-                sw.old(item);
-                if let Some(end) = self.send_outgoing(sw, &mut main, &mut held_main).await {
+            if let Some(sw) = &mut switching {
+                sw.switcher.old(item, self.now_us());
+                if let Some(end) = self.apply(sw, &mut main, &mut held_main).await {
                     return end;
                 }
                 continue;
@@ -1015,29 +1004,41 @@ impl Forwarder {
         }
     }
 
-    /// Hands an event of the rendition being switched to over to the switch.
-    fn hand_to_switch(&mut self, switcher: &mut Switcher, event: Option<TrackEvent>) {
-        match event {
-            None | Some(TrackEvent::Ended { .. }) => switcher.give_up(),
-            Some(event) => {
+    /// µs since the receiver started: the switcher's clock.
+    fn now_us(&self) -> u64 {
+        micros_since(self.origin)
+    }
+
+    /// Tells the switcher what came of the subscription it asked for.
+    fn take_linked(&mut self, sw: &mut Switching, linked: Linked) {
+        let now = self.now_us();
+        match linked {
+            Linked::Up(largest) => sw.switcher.switch_subscribed(largest),
+            Linked::Event(Some(TrackEvent::Ended { .. }))
+            | Linked::Event(None)
+            | Linked::Failed => {
+                sw.link = None;
+                sw.switcher.give_up(now);
+            }
+            Linked::Event(Some(event)) => {
                 if let Some(item) = self.item(event, TrackRole::Base) {
-                    switcher.hold(item);
+                    sw.switcher.hold(item, now);
                 }
             }
         }
     }
 
-    /// Sends what the switcher has for the pad, and makes its cut: the new rendition's
-    /// subscription replaces `main`, whose event waiting in `held` goes with it. How the
-    /// track ends if the element stops meanwhile.
-    async fn send_outgoing(
+    /// Sends what the switcher has for the pad and does what it asks: subscribes a
+    /// rendition, stops groups, or cuts over, the new rendition's subscription replacing
+    /// `main`, whose event waiting in `held` goes with it. How the track ends if the
+    /// element stops meanwhile.
+    async fn apply(
         &mut self,
-        switcher: &mut Switcher,
+        sw: &mut Switching,
         main: &mut Subscription,
         held: &mut Option<Option<TrackEvent>>,
     ) -> Option<TrackEnd> {
-        let outgoing = switcher.outgoing();
-        for item in outgoing.items {
+        while let Some(item) = sw.switcher.poll_item() {
             if matches!(item, Item::Frame(_)) {
                 stamp(&self.last_media, self.origin);
             }
@@ -1047,14 +1048,45 @@ impl Forwarder {
                 Flow::Closed => return Some(TrackEnd::Closed),
             }
         }
-        if let Some(Cut {
-            subscription,
-            event,
-        }) = outgoing.cut
-        {
-            *main = subscription;
-            *held = None;
-            let _ = self.events.send(event).await;
+        while let Some(action) = sw.switcher.poll_action() {
+            match action {
+                Action::Subscribe {
+                    rendition,
+                    priority,
+                    next_group,
+                } => {
+                    if let Some(Link::Subscribing(task)) = sw.link.take() {
+                        task.abort();
+                    }
+                    let filter = match next_group {
+                        true => FilterType::NextGroupStart,
+                        false => FilterType::LargestObject,
+                    };
+                    let (config, session) = (self.config.clone(), self.session.clone());
+                    sw.link = Some(Link::Subscribing(tokio::spawn(async move {
+                        subscribe_from(&config, &session, &rendition, priority, filter).await
+                    })));
+                }
+                Action::StopGroupsBefore(group) => {
+                    if let Some(Link::Up(subscription)) = &sw.link {
+                        subscription.stop_groups_before(group);
+                    }
+                }
+                Action::Cut(change) => {
+                    if let Some(Link::Up(subscription)) = sw.link.take() {
+                        *main = subscription;
+                        *held = None;
+                    }
+                    let event = Event::Rendition {
+                        track: self.track.clone(),
+                        from: change.from,
+                        to: change.to,
+                        bitrate: change.bitrate,
+                        reason: change.reason,
+                    };
+                    let _ = self.events.send(event).await;
+                }
+            }
         }
         None
     }
@@ -1086,14 +1118,21 @@ impl Forwarder {
                         .map_err(|e| e.to_string()),
                 };
                 match read {
-                    Ok(Some((header, offset))) => Some(Item::Frame(Received {
-                        epoch: self.epoch,
-                        header,
-                        layer,
-                        au: object.payload.slice(offset..),
-                        received: object.received,
-                        _object: object,
-                    })),
+                    Ok(Some((header, offset))) => {
+                        let au = object.payload.slice(offset..);
+                        Some(Item::Frame(Received {
+                            epoch: self.epoch,
+                            group: object.group,
+                            header,
+                            layer,
+                            size: au.len(),
+                            received_us: unix_us_at(object.received),
+                            data: Payload {
+                                au,
+                                _object: object,
+                            },
+                        }))
+                    }
                     // A marker (hang), not a frame.
                     Ok(None) => None,
                     Err(e) => {
@@ -1123,9 +1162,50 @@ impl Forwarder {
     }
 }
 
-async fn next_switch(switcher: &mut Option<Switcher>) -> Option<TrackEvent> {
-    match switcher {
-        Some(switcher) => switcher.next().await,
+/// The subscription a switch asked for, as it comes up.
+enum Link {
+    Subscribing(tokio::task::JoinHandle<Result<Subscription, String>>),
+    Up(Subscription),
+}
+
+/// ABR's network side: the switcher's decisions, and the subscription it asked for.
+struct Switching {
+    switcher: Switcher<Payload>,
+    link: Option<Link>,
+}
+
+/// What came of a switch's subscription.
+enum Linked {
+    /// It is up; the publisher had published up to this group.
+    Up(Option<u64>),
+    Failed,
+    Event(Option<TrackEvent>),
+}
+
+impl Switching {
+    /// The next thing a switch's subscription does; never while there is none.
+    async fn next(&mut self) -> Linked {
+        match &mut self.link {
+            None => std::future::pending().await,
+            Some(Link::Subscribing(task)) => match task.await {
+                Ok(Ok(subscription)) => {
+                    let largest = subscription.largest.map(|l| l.group);
+                    self.link = Some(Link::Up(subscription));
+                    Linked::Up(largest)
+                }
+                _ => {
+                    self.link = None;
+                    Linked::Failed
+                }
+            },
+            Some(Link::Up(subscription)) => Linked::Event(subscription.next().await),
+        }
+    }
+}
+
+async fn next_linked(switching: &mut Option<Switching>) -> Linked {
+    match switching {
+        Some(sw) => sw.next().await,
         None => std::future::pending().await,
     }
 }

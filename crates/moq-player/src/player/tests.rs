@@ -1,0 +1,415 @@
+//! The player in virtual time: a simulated sender and path feed it, and the tests read
+//! what it outputs and when.
+
+use super::*;
+use h264::{FrameKind, SliceType};
+use moq_media::catalog::TrackRole;
+
+const MS: u64 = 1_000_000;
+/// The wall clock at running time 0, µs.
+const UNIX0: i64 = 1_700_000_000_000_000;
+const VIDEO_FRAME_US: i64 = 41_667;
+const AUDIO_FRAME_US: i64 = 20_000;
+const GOP: u64 = 15;
+
+/// A frame as output, with when.
+#[derive(Debug, Clone, Copy)]
+struct Out {
+    track: TrackId,
+    decode_index: u64,
+    /// Media time, µs.
+    media: i64,
+    dts: u64,
+    pts: u64,
+    discont: bool,
+    /// Running time it left the player.
+    at: u64,
+}
+
+/// A player fed by a simulated sender over a simulated path, in virtual time.
+struct Sim {
+    player: Player<()>,
+    latency_ns: u64,
+    /// Items in flight: running time of arrival, track, item.
+    in_flight: Vec<(u64, TrackId, Item<()>)>,
+    t: u64,
+    out: Vec<Out>,
+    events: Vec<Event>,
+}
+
+fn now_at(t: u64) -> Now {
+    Now {
+        running: t,
+        unix_us: UNIX0 + (t / 1_000) as i64,
+    }
+}
+
+fn video_header(index: u64, media: i64) -> FrameHeader {
+    let key = index.is_multiple_of(GOP);
+    FrameHeader {
+        kind: if key {
+            FrameKind::Key
+        } else {
+            FrameKind::Reference
+        },
+        slice_type: if key { SliceType::I } else { SliceType::P },
+        decode_index: index,
+        dts: media,
+        pts: media,
+        duration: VIDEO_FRAME_US as u64,
+        availability_us: (UNIX0 + media) as u64,
+        base_group: index / GOP,
+        base_index: index,
+    }
+}
+
+fn audio_header(index: u64, media: i64) -> FrameHeader {
+    FrameHeader {
+        kind: FrameKind::Key,
+        slice_type: SliceType::I,
+        decode_index: index,
+        dts: media,
+        pts: media,
+        duration: AUDIO_FRAME_US as u64,
+        availability_us: (UNIX0 + media) as u64,
+        base_group: index / 5,
+        base_index: index,
+    }
+}
+
+impl Sim {
+    fn new(latency_ms: u64, skip_forward: bool) -> Sim {
+        Sim {
+            player: Player::new(PlayerConfig {
+                latency_ns: latency_ms * MS,
+                skip_forward,
+            }),
+            latency_ns: latency_ms * MS,
+            in_flight: Vec::new(),
+            t: 0,
+            out: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn track(&mut self, name: &str, kind: MediaKind) -> TrackId {
+        let id = self.player.add_track(name, kind);
+        self.send_at(
+            0,
+            id,
+            Item::Subscribed {
+                epoch: 0,
+                resumes: 0,
+            },
+        );
+        id
+    }
+
+    fn send_at(&mut self, at: u64, track: TrackId, item: Item<()>) {
+        self.in_flight.push((at, track, item));
+    }
+
+    /// A frame captured at its media time (running time = media time) that arrives
+    /// `delay` later.
+    fn frame(&mut self, track: TrackId, header: FrameHeader, size: usize, delay: u64) {
+        let arrival = header.dts as u64 * 1_000 + delay;
+        let incoming = Incoming {
+            epoch: 0,
+            group: header.base_group,
+            header,
+            layer: TrackRole::Base,
+            size,
+            received_us: UNIX0 + (arrival / 1_000) as i64,
+            data: (),
+        };
+        self.send_at(arrival, track, Item::Frame(incoming));
+    }
+
+    /// Video frames `range` of a 24 fps stream, each `delay(index)` on the path.
+    fn video(&mut self, track: TrackId, range: std::ops::Range<u64>, delay: impl Fn(u64) -> u64) {
+        for i in range {
+            let media = i as i64 * VIDEO_FRAME_US;
+            self.frame(track, video_header(i, media), 1_000, delay(i));
+        }
+    }
+
+    /// 20 ms audio frames `range`, each `delay(index)` on the path.
+    fn audio(&mut self, track: TrackId, range: std::ops::Range<u64>, delay: impl Fn(u64) -> u64) {
+        for i in range {
+            let media = i as i64 * AUDIO_FRAME_US;
+            self.frame(track, audio_header(i, media), 160, delay(i));
+        }
+    }
+
+    /// Runs the receiver until running time `end`: items arrive, every track outputs what
+    /// it can, and time moves to the next arrival or wake-up.
+    fn run_until(&mut self, end: u64) {
+        self.in_flight.sort_by_key(|(at, ..)| *at);
+        let tracks: Vec<TrackId> = (0..self.player.tracks.len()).map(TrackId).collect();
+        loop {
+            while self.in_flight.first().is_some_and(|(at, ..)| *at <= self.t) {
+                let (_, track, item) = self.in_flight.remove(0);
+                self.player.push(track, item, now_at(self.t));
+            }
+            for &track in &tracks {
+                while let Some(o) = self.player.pop(track, now_at(self.t)) {
+                    self.out.push(Out {
+                        track,
+                        decode_index: o.header.decode_index,
+                        media: o.header.dts,
+                        dts: o.dts,
+                        pts: o.pts,
+                        discont: o.discont,
+                        at: self.t,
+                    });
+                }
+            }
+            self.events
+                .extend(std::iter::from_fn(|| self.player.poll_event()));
+            let next = tracks
+                .iter()
+                .filter_map(|&t| self.player.wake_at(t, now_at(self.t)))
+                .chain(self.in_flight.first().map(|(at, ..)| *at))
+                .min();
+            match next {
+                Some(next) if next <= end => self.t = next.max(self.t + 1),
+                _ => break,
+            }
+        }
+        self.t = self.t.max(end);
+    }
+
+    fn outputs(&self, track: TrackId) -> Vec<Out> {
+        self.out
+            .iter()
+            .copied()
+            .filter(|o| o.track == track)
+            .collect()
+    }
+}
+
+#[test]
+fn video_plays_at_one_x_from_its_first_frame() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    // 50 ms on the path, give or take 20.
+    sim.video(v, 0..48, |i| (50 + (i * 7) % 21 - 10) * MS);
+    sim.run_until(3_000 * MS);
+    let out = sim.outputs(v);
+    assert_eq!(out.len(), 48);
+    assert!(out[0].discont && out[1..].iter().all(|o| !o.discont));
+    for o in &out {
+        let slot = out[0].dts + (o.media - out[0].media) as u64 * 1_000;
+        assert_eq!(o.dts, slot, "frame {} off its slot", o.decode_index);
+        assert_eq!(o.pts, o.dts, "no B-frames: presented as decoded");
+        assert!(
+            o.at <= o.dts + sim.latency_ns,
+            "frame {} late",
+            o.decode_index
+        );
+    }
+}
+
+#[test]
+fn a_missing_frame_holds_the_next_for_the_latency_then_playback_jumps() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    // Frame 5 never comes: 6..14 cannot decode; 15 starts the next group.
+    sim.video(v, 0..5, |_| 20 * MS);
+    sim.video(v, 6..30, |_| 20 * MS);
+    sim.run_until(2_000 * MS);
+    let out = sim.outputs(v);
+    let indices: Vec<u64> = out.iter().map(|o| o.decode_index).collect();
+    assert_eq!(indices[..5], [0, 1, 2, 3, 4]);
+    assert_eq!(indices[5], 15, "playback resumes at the next keyframe");
+    assert!(out[5].discont);
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::Jumped { group: 1, .. }))
+    );
+    let undecodable = sim
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Dropped {
+                    reason: DropReason::Undecodable,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(undecodable, 9);
+    assert_eq!(sim.player.stats(v).jumps, 1);
+}
+
+#[test]
+fn audio_and_video_play_on_one_timeline() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..72, |_| 60 * MS);
+    sim.audio(a, 0..150, |_| 30 * MS);
+    sim.run_until(4_000 * MS);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    assert_eq!(video.len(), 72);
+    assert_eq!(audio.len(), 150);
+    // One media → running-time offset for both: the same instant plays at once on both.
+    let offset = |o: &Out| o.dts as i64 - o.media * 1_000;
+    let video_offset = offset(&video[10]);
+    for o in video.iter().chain(&audio[5..]) {
+        assert_eq!(offset(o), video_offset, "{:?} off the shared timeline", o);
+    }
+    // The first audio waited for the video to anchor the timeline.
+    assert!(audio[0].at >= video[0].at);
+}
+
+#[test]
+fn a_reset_restarts_the_timeline_once_for_every_track() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..24, |_| 20 * MS);
+    sim.audio(a, 0..50, |_| 20 * MS);
+    sim.run_until(1_200 * MS);
+    let before = sim.outputs(v).len();
+    // The publisher restarted: numbering and timestamps begin again, an hour earlier.
+    for track in [v, a] {
+        sim.send_at(1_300 * MS, track, Item::Reset { generation: 1 });
+    }
+    let restart = 1_400 * MS;
+    for i in 0..24 {
+        let mut h = video_header(i, i as i64 * VIDEO_FRAME_US - 3_600_000_000);
+        h.availability_us = (UNIX0 + (restart / 1_000) as i64) as u64;
+        let arrival = restart + i * VIDEO_FRAME_US as u64 * 1_000;
+        let incoming = Incoming {
+            epoch: 0,
+            group: h.base_group,
+            header: h,
+            layer: TrackRole::Base,
+            size: 1_000,
+            received_us: UNIX0 + (arrival / 1_000) as i64,
+            data: (),
+        };
+        sim.send_at(arrival, v, Item::Frame(incoming));
+    }
+    sim.run_until(3_000 * MS);
+    let after: Vec<Out> = sim.outputs(v)[before..].to_vec();
+    assert_eq!(after.len(), 24);
+    assert!(after[0].discont);
+    assert!(
+        after[0].dts >= restart,
+        "the new timeline starts at its first frame"
+    );
+    assert!(after.windows(2).all(|w| w[1].dts > w[0].dts));
+}
+
+#[test]
+fn frames_of_subscriptions_from_before_a_resume_are_ignored() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    sim.player.resumed(1);
+    sim.video(v, 0..10, |_| 10 * MS);
+    sim.run_until(1_000 * MS);
+    assert!(sim.outputs(v).is_empty());
+    sim.send_at(
+        1_000 * MS,
+        v,
+        Item::Subscribed {
+            epoch: 1,
+            resumes: 1,
+        },
+    );
+    for i in 30..40 {
+        let media = i as i64 * VIDEO_FRAME_US;
+        let mut h = video_header(i, media);
+        h.kind = if i == 30 { FrameKind::Key } else { h.kind };
+        sim.send_at(
+            media as u64 * 1_000 + 10 * MS,
+            v,
+            Item::Frame(Incoming {
+                epoch: 1,
+                group: h.base_group,
+                header: h,
+                layer: TrackRole::Base,
+                size: 1_000,
+                received_us: UNIX0 + media + 10_000,
+                data: (),
+            }),
+        );
+    }
+    sim.run_until(3_000 * MS);
+    let out = sim.outputs(v);
+    assert_eq!(out.len(), 10);
+    assert_eq!(out[0].decode_index, 30);
+}
+
+#[test]
+fn a_rendition_takes_over_at_the_frame_it_starts_with() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    sim.send_at(
+        0,
+        v,
+        Item::Rendition {
+            name: "video".into(),
+            from: None,
+        },
+    );
+    sim.video(v, 0..20, |_| 10 * MS);
+    sim.send_at(
+        0,
+        v,
+        Item::Rendition {
+            name: "video-1".into(),
+            from: Some(15),
+        },
+    );
+    sim.run_until(400 * MS);
+    assert_eq!(sim.player.rendition(v), "video");
+    sim.run_until(1_000 * MS);
+    assert_eq!(sim.player.rendition(v), "video-1");
+    let stats = sim.player.stats(v);
+    assert_eq!(stats.rendition.as_deref(), Some("video-1"));
+    assert_eq!(stats.rendition_switches, 1);
+}
+
+#[test]
+fn at_the_end_of_the_stream_nothing_is_waited_for() {
+    let mut sim = Sim::new(500, true);
+    let v = sim.track("video", MediaKind::Video);
+    // Frame 10 never comes: 11..13 would wait 500 ms for it.
+    sim.video(v, 0..10, |_| 10 * MS);
+    sim.video(v, 11..14, |_| 10 * MS);
+    sim.send_at(600 * MS, v, Item::Eos);
+    sim.run_until(610 * MS);
+    assert!(sim.player.ended(v));
+    assert_eq!(sim.outputs(v).len(), 10);
+    assert_eq!(sim.player.buffered(v), 3);
+    assert!(
+        sim.player
+            .wake_at(v, now_at(610 * MS))
+            .is_some_and(|t| t > 900 * MS)
+    );
+    // With no more input to come, they are decided at once: they cannot decode.
+    assert!(sim.player.pop_remaining(v, now_at(610 * MS)).is_none());
+    assert_eq!(sim.player.buffered(v), 0);
+    assert_eq!(sim.player.stats(v).frames_skipped, 3);
+}
+
+#[test]
+fn a_pad_blocked_downstream_stamps_frames_with_when_they_arrived() {
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    sim.video(v, 0..3, |_| 10 * MS);
+    // Nothing is popped until 300 ms: the frames waited in the channel.
+    sim.in_flight.sort_by_key(|(at, ..)| *at);
+    let items: Vec<_> = std::mem::take(&mut sim.in_flight);
+    for (_, track, item) in items {
+        sim.player.push(track, item, now_at(300 * MS));
+    }
+    let first = sim.player.pop(v, now_at(300 * MS)).expect("the keyframe");
+    assert_eq!(first.dts, 10 * MS, "stamped with its arrival, not with now");
+}

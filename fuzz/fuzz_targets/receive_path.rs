@@ -1,57 +1,86 @@
-//! The receiver's decisions: `ReorderBuffer` and `PlayoutClock` driven by a scenario of
-//! arrivals, pops, deadlines, lost groups and flushes (see `moq_fuzz_harness::receive`), with
-//! frame header fields anywhere in their range: pushed as they are, or first through the
-//! header's wire encoding as `moqsrc` receives them (`Scenario::wire`).
+//! The receiver's decisions: `moq_player::Player`, the code `moqsrc` runs, driven by a
+//! scenario of arrivals, pops, deadlines, lost groups and resets (see
+//! `moq_fuzz_harness::receive`), with frame header fields anywhere in their range: pushed as
+//! they are, or first through the header's wire encoding as `moqsrc` receives them
+//! (`Scenario::wire`), with a fixed or an adaptive playout.
 //!
 //! Properties, besides "no panic":
-//! - output frames leave in strictly increasing decode index between flushes;
-//! - the first frame output after a flush is a keyframe, and after a base-layer frame was
+//! - output frames leave in strictly increasing decode index between resets;
+//! - the first frame output after a reset is a keyframe, and after a base-layer frame was
 //!   dropped the next base-layer frame output is a keyframe;
-//! - only keyframes carry a jump;
-//! - stamped DTS never decreases between clock resets, and PTS is never before DTS;
-//! - the buffer holds exactly the frames pushed and not yet popped;
-//! - a deadline is not in the past (a deadline of now means a frame is ready), and before
-//!   it waiting never changes a decision by itself.
+//! - only keyframes follow a jump;
+//! - stamped DTS never decreases while the timeline is kept, and PTS is never before DTS;
+//! - every frame pushed is output, dropped (with an event saying so) or still held;
+//! - a wake-up time is not in the past (one of now means something is ready), and before it
+//!   waiting never changes a decision by itself.
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
-use moq_media::catalog::TrackRole;
-use moq_player::reorder::{Frame, Popped, Pushed};
-use moq_media::FrameHeader;
-use moq_player::{PlayoutClock, ReorderBuffer, TrackPlayout};
+use std::collections::HashMap;
 
 use h264::FrameKind;
+use libfuzzer_sys::fuzz_target;
+use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
+use moq_media::FrameHeader;
+use moq_media::catalog::{MediaKind, TrackRole};
+use moq_player::player::Event;
+use moq_player::{Incoming, Item, Now, Player, PlayerConfig, TrackId};
+
+/// The wall clock at running time 0, µs.
+const UNIX0: i64 = 1_700_000_000_000_000;
 
 struct Receiver {
-    buffer: ReorderBuffer<u64>,
-    clock: PlayoutClock,
-    playout: TrackPlayout,
+    player: Player<u64>,
+    track: TrackId,
     /// Headers pass through the wire encoding first.
     wire: bool,
     now: u64,
     /// The last pushed header, which relative fields of the next one refer to.
     previous: FrameHeader,
     pushed: u64,
-    /// Frames in the buffer by our count.
+    /// Frames pushed and not yet output or dropped, by our count.
     held: usize,
+    /// The layer of the frames pushed, by decode index (the latest with that index).
+    layers: HashMap<u64, TrackRole>,
+    generation: u64,
     last_output: Option<u64>,
     need_key: bool,
     last_stamped_dts: Option<u64>,
 }
 
+fn now_at(t: u64) -> Now {
+    Now {
+        running: t,
+        unix_us: UNIX0.saturating_add((t / 1_000) as i64),
+    }
+}
+
 impl Receiver {
     fn new(scenario: &Scenario) -> Self {
+        let mut player = Player::new(PlayerConfig {
+            latency_ns: scenario.latency_ns,
+            skip_forward: scenario.skip_forward,
+            adaptive: scenario.adaptive,
+        });
+        let track = player.add_track("video", MediaKind::Video);
+        player.push(
+            track,
+            Item::Subscribed {
+                epoch: 0,
+                resumes: 0,
+            },
+            now_at(0),
+        );
         Receiver {
-            buffer: ReorderBuffer::new(scenario.target_ns, scenario.skip_forward),
-            clock: PlayoutClock::new(scenario.latency_ns),
-            playout: TrackPlayout::default(),
+            player,
+            track,
             wire: scenario.wire,
             now: 0,
             previous: INITIAL,
             pushed: 0,
             held: 0,
+            layers: HashMap::new(),
+            generation: 0,
             last_output: None,
             need_key: true,
             last_stamped_dts: None,
@@ -74,42 +103,58 @@ impl Receiver {
     fn push(&mut self, header: FrameHeader, layer: TrackRole) {
         self.previous = header;
         self.pushed += 1;
-        let frame = Frame {
+        self.held += 1;
+        self.layers.insert(header.decode_index, layer);
+        let now = now_at(self.now);
+        let frame = Incoming {
+            epoch: 0,
+            group: header.base_group,
             header,
             layer,
-            arrival: self.now,
+            size: (self.pushed % 20_000) as usize,
+            received_us: now.unix_us,
             data: self.pushed,
         };
-        match self.buffer.push(frame) {
-            Pushed::Buffered { .. } => self.held += 1,
-            Pushed::Dropped(frame, _) => {
-                // A refused frame comes back untouched.
-                assert_eq!(frame.header, header);
-                assert_eq!(frame.data, self.pushed);
-            }
-        }
+        self.player.push(self.track, Item::Frame(frame), now);
+        self.events(None);
     }
 
-    /// One `pop`; false when nothing was ready.
-    fn pop(&mut self) -> bool {
-        let Some(popped) = self.buffer.pop(self.now) else {
-            return false;
-        };
-        assert!(self.held > 0, "popped from an empty buffer");
-        self.held -= 1;
-        match popped {
-            Popped::Frame { frame, jump } => self.output(frame, jump.is_some()),
-            Popped::Dropped { frame, .. } => {
-                if frame.layer == TrackRole::Base && self.last_output.is_some() {
-                    self.need_key = true;
+    /// Accounts for the player's events; `output` is the frame a pop just output.
+    fn events(&mut self, output: Option<&FrameHeader>) {
+        let mut jumped = false;
+        while let Some(event) = self.player.poll_event() {
+            match event {
+                Event::Dropped { decode_index, .. } => {
+                    assert!(self.held > 0, "a frame dropped that was not held");
+                    self.held -= 1;
+                    let base = self.layers.get(&decode_index) == Some(&TrackRole::Base);
+                    if base && self.last_output.is_some() {
+                        self.need_key = true;
+                    }
+                }
+                Event::Jumped { .. } => jumped = true,
+                Event::Playout(p) => {
+                    assert!(p.delay_ms.is_finite() && p.target_ms.is_finite());
                 }
             }
         }
-        true
+        if jumped {
+            let key = output.is_some_and(|h| h.kind == FrameKind::Key);
+            assert!(key, "only a keyframe follows a jump");
+        }
     }
 
-    fn output(&mut self, frame: Frame<u64>, jump: bool) {
-        let h = frame.header;
+    /// One `pop`; false when nothing happened (no output, no drop).
+    fn pop(&mut self) -> bool {
+        let before = self.held;
+        let Some(out) = self.player.pop(self.track, now_at(self.now)) else {
+            self.events(None);
+            return self.held != before;
+        };
+        assert!(self.held > 0, "output from an empty buffer");
+        self.held -= 1;
+        self.events(Some(&out.header));
+        let h = out.header;
         let key = h.kind == FrameKind::Key;
         if let Some(last) = self.last_output {
             assert!(
@@ -120,57 +165,58 @@ impl Receiver {
         } else {
             assert!(key, "playback starts at a keyframe");
         }
-        assert!(!jump || key, "only a keyframe jumps");
         if key {
             self.need_key = false;
-        } else if frame.layer == TrackRole::Base {
+        } else if self.layers.get(&h.decode_index) == Some(&TrackRole::Base) {
             assert!(
                 !self.need_key,
                 "base frame output without a keyframe since a drop"
             );
         }
         self.last_output = Some(h.decode_index);
-
-        let stamped = if jump {
-            self.clock
-                .stamp_with(&mut self.playout, h.dts, h.pts, self.now, true)
-        } else {
-            self.clock.stamp(&mut self.playout, h.dts, h.pts, self.now)
-        };
         if let Some(last) = self.last_stamped_dts {
-            assert!(
-                stamped.dts >= last,
-                "DTS went back: {} < {last}",
-                stamped.dts
-            );
+            assert!(out.dts >= last, "DTS went back: {} < {last}", out.dts);
         } else {
-            assert!(
-                stamped.discont,
-                "the first stamp after a reset anchors the timeline"
-            );
+            assert!(out.discont, "the first stamp after a reset anchors the timeline");
         }
-        if jump {
-            assert!(stamped.discont, "a jump re-anchors");
-        }
-        assert!(stamped.pts >= stamped.dts);
-        self.last_stamped_dts = Some(stamped.dts);
+        assert!(out.pts >= out.dts);
+        self.last_stamped_dts = Some(out.dts);
+        true
     }
 
-    /// `pop` just found nothing ready: until the deadline (or forever, without one) only
-    /// new events can change that. Popping at a later time leaves the buffer alone as long
-    /// as it returns nothing.
+    /// `pop` just found nothing to do: until the wake-up time (or forever, without one)
+    /// only new events can change that. Popping at a later time leaves the player alone
+    /// as long as nothing happens.
     fn check_waiting(&mut self) {
-        let until = match self.buffer.deadline(self.now) {
-            Some(deadline) => deadline.saturating_sub(1).max(self.now),
+        let until = match self.player.wake_at(self.track, now_at(self.now)) {
+            Some(at) => at.saturating_sub(1).max(self.now),
             None => u64::MAX,
         };
         for t in [self.now, until] {
+            let held = self.held;
             assert!(
-                self.buffer.pop(t).is_none(),
+                self.player.pop(self.track, now_at(t)).is_none(),
                 "a frame became ready at {t} with no event since {}",
                 self.now
             );
+            self.events(None);
+            assert_eq!(self.held, held, "a drop at {t} with no event since {}", self.now);
         }
+    }
+
+    /// A reset of the track: `new_timeline` when it is the first track to see it.
+    fn reset(&mut self, new_timeline: bool) {
+        if new_timeline {
+            self.generation += 1;
+            self.last_stamped_dts = None;
+        }
+        let generation = self.generation;
+        self.player
+            .push(self.track, Item::Reset { generation }, now_at(self.now));
+        self.events(None);
+        self.held = 0;
+        self.last_output = None;
+        self.need_key = true;
     }
 
     fn run(&mut self, op: &Op) {
@@ -202,7 +248,7 @@ impl Receiver {
             }
             Op::Drain(at) => {
                 self.now = at.resolve(self.now);
-                // Every successful pop removes a frame, so this ends.
+                // Every pop that does something removes a frame, so this ends.
                 let mut pops = 0;
                 while self.pop() {
                     pops += 1;
@@ -211,32 +257,27 @@ impl Receiver {
             }
             Op::Deadline(at) => {
                 self.now = at.resolve(self.now);
-                if let Some(deadline) = self.buffer.deadline(self.now) {
-                    assert!(deadline >= self.now, "deadline {deadline} is before now");
-                    if deadline == self.now {
-                        assert!(self.pop(), "nothing to do at a deadline of now");
+                if let Some(at) = self.player.wake_at(self.track, now_at(self.now)) {
+                    assert!(at >= self.now, "wake-up at {at} is before now");
+                    if at == self.now {
+                        assert!(self.pop(), "nothing to do at a wake-up of now");
                     }
                 }
             }
             Op::GroupLost(step) => {
                 let group = step.resolve(self.previous.base_group);
-                self.buffer.group_lost(group);
+                let lost = Item::GroupEnd {
+                    epoch: 0,
+                    group,
+                    complete: false,
+                    last: None,
+                };
+                self.player.push(self.track, lost, now_at(self.now));
             }
-            Op::Clear => {
-                self.buffer.clear();
-                self.clock.reset();
-                self.held = 0;
-                self.last_output = None;
-                self.need_key = true;
-                self.last_stamped_dts = None;
-            }
-            Op::ResetClock => {
-                self.clock.reset();
-                self.last_stamped_dts = None;
-            }
+            Op::Clear => self.reset(true),
+            Op::ResetClock => self.reset(false),
         }
-        assert_eq!(self.buffer.len(), self.held);
-        assert_eq!(self.buffer.is_empty(), self.held == 0);
+        assert_eq!(self.player.buffered(self.track), self.held);
     }
 }
 

@@ -603,8 +603,9 @@ pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
         sent[first].key,
         "the first received frame was a keyframe at the sender"
     );
-    // PTS spacing is preserved between re-anchoring points (DISCONT buffers).
-    let mut anchor = (&frames[0], &sent[first]);
+    // PTS spacing is preserved between re-anchoring points (DISCONT buffers), but for
+    // what the adaptive playout grows or drains.
+    let mut timeline = TimelineCheck::default();
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(
             f.decode_index as usize,
@@ -612,16 +613,7 @@ pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
             "decode order without gaps"
         );
         let s = &sent[f.decode_index as usize];
-        if f.discont {
-            anchor = (f, s);
-        }
-        let recv_offset = f.pts.useconds() as i64 - anchor.0.pts.useconds() as i64;
-        let sent_offset = s.pts.useconds() as i64 - anchor.1.pts.useconds() as i64;
-        assert!(
-            (recv_offset - sent_offset).abs() <= 2,
-            "frame {}: PTS offset {sent_offset} µs sent, {recv_offset} µs received",
-            f.decode_index
-        );
+        timeline.follow(f, s.pts, s.dts.unwrap_or(s.pts));
         assert_eq!(f.key, s.key, "frame {} key flag", f.decode_index);
         let sent_cts = s.pts.useconds() as i64 - s.dts.unwrap_or(s.pts).useconds() as i64;
         let recv_cts = f.pts.useconds() as i64 - f.dts.useconds() as i64;
@@ -651,9 +643,47 @@ pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
     );
 }
 
+/// How far a received frame's PTS is from where the sender put it, against the frame
+/// before: fixed between re-anchoring points (DISCONT buffers), but for what the adaptive
+/// playout grows (any amount) or drains (a few percent of the media time).
+#[derive(Default)]
+pub struct TimelineCheck {
+    /// The previous frame's (received PTS − sent PTS) and sent DTS, µs.
+    previous: Option<(i64, i64)>,
+}
+
+/// Share of the media time the adaptive playout drains by at most.
+const DRAIN_SHARE_PERCENT: i64 = 6;
+
+impl TimelineCheck {
+    pub fn follow(
+        &mut self,
+        f: &ReceivedFrame,
+        sent_pts: gst::ClockTime,
+        sent_dts: gst::ClockTime,
+    ) {
+        let offset = f.pts.useconds() as i64 - sent_pts.useconds() as i64;
+        let sent_dts = sent_dts.useconds() as i64;
+        match self.previous {
+            Some((previous, previous_dts)) if !f.discont => {
+                let step = offset - previous;
+                let media = (sent_dts - previous_dts).abs();
+                assert!(
+                    step >= -(media * DRAIN_SHARE_PERCENT / 100) - 2,
+                    "frame {}: {} µs closer to the one before than sent ({media} µs apart)",
+                    f.decode_index,
+                    -step
+                );
+            }
+            _ => {}
+        }
+        self.previous = Some((offset, sent_dts));
+    }
+}
+
 /// Like [`assert_complete_delivery`] for a broadcast in the hang format, whose frames
 /// carry only a presentation time: after the sender finished, the frames received are the
-/// last ones sent, with the same PTS spacing and key flags, decode timestamps that never
+/// last ones sent, with the same PTS spacing (see [`TimelineCheck`]) and key flags, decode timestamps that never
 /// decrease and (once the first GoP showed the reordering) never pass the PTS, no
 /// availability meta unless the catalog had a clock, and all of them decoded.
 pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
@@ -669,13 +699,9 @@ pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
         .iter()
         .position(|s| s.key)
         .map_or(sent.len(), |p| p + 1);
+    let mut timeline = TimelineCheck::default();
     for (i, (f, s)) in frames.iter().zip(sent).enumerate() {
-        let recv_offset = f.pts.useconds() as i64 - frames[0].pts.useconds() as i64;
-        let sent_offset = s.pts.useconds() as i64 - sent[0].pts.useconds() as i64;
-        assert!(
-            (recv_offset - sent_offset).abs() <= 2,
-            "frame {i}: PTS offset {sent_offset} µs sent, {recv_offset} µs received"
-        );
+        timeline.follow(f, s.pts, s.pts);
         assert_eq!(f.key, s.key, "frame {i} key flag");
         if i > 0 {
             assert!(f.dts >= frames[i - 1].dts, "frame {i}: DTS decreases");

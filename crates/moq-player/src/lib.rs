@@ -7,6 +7,7 @@
 //! - [`reorder`]: the video reorder buffer and its skip-forward decisions;
 //! - [`audio`]: the audio reorder window;
 //! - [`playout`]: media time → running time, one timeline for a broadcast's tracks;
+//! - [`delay`]: how late a track's frames come, and the playout offset they need;
 //! - [`stats`]: what a track's receiver counts and measures;
 //! - [`abr`]: which rendition of a video the path carries;
 //! - [`renditions`]: the rendition playing, from ABR or the application's choice;
@@ -18,6 +19,7 @@
 
 pub mod abr;
 pub mod audio;
+pub mod delay;
 pub mod item;
 pub mod player;
 pub mod playout;

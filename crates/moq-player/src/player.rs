@@ -12,11 +12,12 @@
 use std::collections::VecDeque;
 
 use moq_media::FrameHeader;
-use moq_media::catalog::MediaKind;
+use moq_media::catalog::{MediaKind, TrackRole};
 
 use crate::audio::AudioBuffer;
+use crate::delay::DelayEstimator;
 use crate::item::{Incoming, Item};
-use crate::playout::{Timeline, TrackPlayout};
+use crate::playout::{Adapted, Need, Timeline, TrackPlayout};
 use crate::reorder::{DropReason, Frame, Jump, Popped, Pushed, ReorderBuffer};
 use crate::stats::ReceiverStats;
 
@@ -48,6 +49,10 @@ pub struct PlayerConfig {
     pub latency_ns: u64,
     /// Drop what is too old and jump to newer media (else every frame plays, late).
     pub skip_forward: bool,
+    /// The playout offset follows what the frames need: it grows at once when they come
+    /// late and drains when they come early (else it moves only when a frame comes later
+    /// than the latency allows, or playback jumps).
+    pub adaptive: bool,
 }
 
 /// A track of the player.
@@ -55,7 +60,7 @@ pub struct PlayerConfig {
 pub struct TrackId(usize);
 
 /// What happened that the element reports (messages, logs, the network side).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Playback of `track` jumped over missing media to a keyframe of base group `group`:
     /// older groups are no longer wanted.
@@ -70,7 +75,30 @@ pub enum Event {
         decode_index: u64,
         reason: DropReason,
     },
+    /// The adaptive playout's target changed much since last told.
+    Playout(Playout),
 }
+
+/// Where an adaptive playout stands, as buffering a frame gets when it arrives as fast as
+/// the recent fastest ones: the downstream `latency` and the playout offset above their
+/// transit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Playout {
+    /// Now, ms.
+    pub delay_ms: f64,
+    /// Where it is going, ms.
+    pub target_ms: f64,
+    /// Times it grew, and by how much in all.
+    pub grows: u64,
+    pub grown_ms: f64,
+    /// How much it drained in all.
+    pub drained_ms: f64,
+}
+
+/// A new target is reported when it moved by this much, or [`REPORT_SHARE`] of it,
+/// whichever is more, since the last report.
+const REPORT_MIN_NS: i64 = 20_000_000;
+const REPORT_SHARE: f64 = 0.2;
 
 /// Events kept for the element at most; it takes them after every call, so only an
 /// element that never does loses the oldest.
@@ -135,6 +163,8 @@ struct Track<T> {
     stats: ReceiverStats,
     /// The next frame, early: it waits for its slot.
     held: Option<Held<T>>,
+    /// How late its frames come.
+    delay: DelayEstimator,
 }
 
 impl<T> Track<T> {
@@ -160,17 +190,28 @@ pub struct Player<T> {
     resumes: u64,
     tracks: Vec<Track<T>>,
     events: VecDeque<Event>,
+    /// The adaptive playout's target last reported (buffering, ns).
+    reported_target: Option<i64>,
+    grows: u64,
+    grown_ns: u64,
+    drained_ns: u64,
 }
 
 impl<T> Player<T> {
     pub fn new(config: PlayerConfig) -> Player<T> {
+        let mut timeline = Timeline::new(config.latency_ns);
+        timeline.set_adaptive(config.adaptive);
         Player {
             config,
-            timeline: Timeline::new(config.latency_ns),
+            timeline,
             generation: 0,
             resumes: 0,
             tracks: Vec::new(),
             events: VecDeque::new(),
+            reported_target: None,
+            grows: 0,
+            grown_ns: 0,
+            drained_ns: 0,
         }
     }
 
@@ -202,6 +243,7 @@ impl<T> Player<T> {
             media_resumes: self.resumes,
             stats: ReceiverStats::default(),
             held: None,
+            delay: DelayEstimator::default(),
         });
         TrackId(self.tracks.len() - 1)
     }
@@ -274,6 +316,9 @@ impl<T> Player<T> {
                 if generation > self.generation {
                     self.generation = generation;
                     self.timeline.reset();
+                    for t in &mut self.tracks {
+                        t.delay.clear();
+                    }
                 }
             }
             Item::Subscribed { epoch, resumes } => {
@@ -317,10 +362,11 @@ impl<T> Player<T> {
             data,
             ..
         } = incoming;
+        let arrival = now.running_at(received_us);
         let frame = Frame {
             header,
             layer,
-            arrival: now.running_at(received_us),
+            arrival,
             data: Carried { received_us, data },
         };
         let t = &mut self.tracks[track.0];
@@ -337,6 +383,55 @@ impl<T> Player<T> {
         t.stats.arrived(&header, size, received_us, out_of_order);
         if let Some(reason) = refused {
             self.dropped(track, &header, reason);
+            return;
+        }
+        // The base layer tells how late the frames that must play come; enhancement
+        // frames may come late by design.
+        if layer == TrackRole::Base {
+            t.delay.on_frame(arrival, header.dts, size as u64);
+            let need = t
+                .delay
+                .need()
+                .zip(t.delay.floor())
+                .map(|(offset, floor)| Need {
+                    offset,
+                    floor,
+                    settled: t.delay.settled(),
+                });
+            self.timeline.set_need(t.kind, need);
+            self.report_playout();
+        }
+    }
+
+    /// Where the adaptive playout stands; `None` with a fixed one, or before it knows.
+    pub fn playout(&self) -> Option<Playout> {
+        let floor = self.timeline.floor()?;
+        let buffering = |offset: i64| {
+            let latency = i64::try_from(self.config.latency_ns).unwrap_or(i64::MAX);
+            offset.saturating_sub(floor).saturating_add(latency) as f64 / 1e6
+        };
+        Some(Playout {
+            delay_ms: buffering(self.timeline.offset()?),
+            target_ms: buffering(self.timeline.target()?),
+            grows: self.grows,
+            grown_ms: self.grown_ns as f64 / 1e6,
+            drained_ms: self.drained_ns as f64 / 1e6,
+        })
+    }
+
+    /// Tells of a target that moved much since last told.
+    fn report_playout(&mut self) {
+        let (Some(target), Some(floor)) = (self.timeline.target(), self.timeline.floor()) else {
+            return;
+        };
+        let target = target.saturating_sub(floor);
+        let moved = self.reported_target.is_none_or(|last| {
+            let threshold = REPORT_MIN_NS.max((last.abs() as f64 * REPORT_SHARE) as i64);
+            (target - last).abs() >= threshold
+        });
+        if moved && let Some(playout) = self.playout() {
+            self.reported_target = Some(target);
+            self.event(Event::Playout(playout));
         }
     }
 
@@ -386,6 +481,29 @@ impl<T> Player<T> {
                 t.held = Some(Held { frame, jump, until });
                 return None;
             }
+            if !jump
+                && t.kind == MediaKind::Audio
+                && self.timeline.drain_audio(frame.arrival, h.duration)
+            {
+                self.drained_ns = self
+                    .drained_ns
+                    .saturating_add(h.duration.saturating_mul(1_000));
+                self.dropped(track, &h, DropReason::Drained);
+                continue;
+            }
+            if !jump {
+                match self.timeline.adapt(t.kind, frame.arrival, h.duration) {
+                    Some(Adapted::Grew(ns)) => {
+                        self.grows += 1;
+                        self.grown_ns = self.grown_ns.saturating_add(ns);
+                    }
+                    Some(Adapted::Drained(ns)) => {
+                        self.drained_ns = self.drained_ns.saturating_add(ns)
+                    }
+                    None => {}
+                }
+            }
+            let t = &mut self.tracks[track.0];
             if let Some((from, _)) = &t.next_rendition
                 && h.decode_index >= *from
                 && let Some((_, name)) = t.next_rendition.take()
@@ -431,6 +549,9 @@ impl<T> Player<T> {
                 Popped::Frame { frame, jump } => {
                     if let Some(jump) = jump {
                         t.stats.jumped(&jump);
+                        // What came before the jump is media the player gave up on.
+                        t.delay.clear();
+                        self.timeline.set_need(t.kind, None);
                         let group = frame.header.base_group;
                         self.event(Event::Jumped { track, group, jump });
                     }

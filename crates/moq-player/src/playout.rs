@@ -88,6 +88,21 @@ impl PlayoutClock {
         Self::map(self.anchor?, media)
     }
 
+    /// The timeline's offset: running time − media time, ns; `None` before an anchor.
+    pub fn offset(&self) -> Option<i64> {
+        let a = self.anchor?;
+        let running = i64::try_from(a.running).unwrap_or(i64::MAX);
+        Some(running.saturating_sub(a.media.saturating_mul(NS_PER_UNIT)))
+    }
+
+    /// Moves every slot by `by_ns` (later when positive) without re-anchoring: playback
+    /// holds, or catches up, by that much.
+    pub fn shift(&mut self, by_ns: i64) {
+        if let Some(a) = &mut self.anchor {
+            a.running = a.running.saturating_add_signed(by_ns);
+        }
+    }
+
     /// When a frame of media time `dts` should leave for downstream, if it is early: a
     /// `lead_ns` before its slot. Held back until then, a frame stays where a later move
     /// of the timeline can still reach it.
@@ -227,6 +242,55 @@ const RELEASE_LEAD_NS: u64 = 20_000_000;
 /// timeline later a moment after audio started, and cut a hole of that GoP's age into it.
 const VIDEO_START_WAIT_NS: u64 = 500_000_000;
 
+/// Margin above what the frames were measured to need: what a next frame may add.
+const NEED_MARGIN_NS: i64 = 10_000_000;
+/// Of the downstream buffering (`latency`), what a late frame may use: the rest is left
+/// for decoding and rendering it.
+const PROCESSING_NS: u64 = 30_000_000;
+/// The adaptive timeline moves later when what the frames need is this much above it.
+const GROW_MIN_NS: i64 = 10_000_000;
+/// It drains when it is this much above what the frames need.
+const DRAIN_MIN_NS: i64 = 20_000_000;
+/// Share of the media time by which playback drains: video slots this much shorter,
+/// audio a frame dropped at most this often. A few percent is not seen or heard.
+const DRAIN_SHARE: f64 = 0.06;
+
+/// What an adaptive step did to the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapted {
+    /// Slots moved later by this much, ns: frames came later than the timeline allowed.
+    Grew(u64),
+    /// Slots moved earlier by this much, ns: frames come earlier than they need to.
+    Drained(u64),
+}
+
+/// What a track's recent frames need of an adaptive timeline (see `DelayEstimator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// The offset (running − media, ns) that has them on time.
+    pub offset: i64,
+    /// Their least transit (running − media, ns).
+    pub floor: i64,
+    /// Measured over long enough to drain on.
+    pub settled: bool,
+}
+
+/// What each kind of track needs of an adaptive timeline.
+#[derive(Debug, Clone, Default)]
+struct Needs {
+    /// Per kind (video, audio).
+    by_kind: [Option<Need>; 2],
+    /// When audio last gave a frame up to drain, running time ns.
+    audio_drained_at: Option<u64>,
+}
+
+fn kind_index(kind: MediaKind) -> usize {
+    match kind {
+        MediaKind::Video => 0,
+        MediaKind::Audio => 1,
+    }
+}
+
 /// A broadcast's timeline: which track may move the shared [`PlayoutClock`], and when.
 ///
 /// With skip-forward and an audio track, audio leads: it plays as its slots come,
@@ -252,6 +316,9 @@ pub struct Timeline {
     audio_slack: VecDeque<(u64, i64)>,
     /// A video track plays too: the first frame of a timeline should be video's.
     has_video: bool,
+    /// Adaptive playout: the offset follows what the tracks' frames need (else it moves
+    /// only when a frame comes later than the latency allows, or playback jumps).
+    adaptive: Option<Needs>,
 }
 
 impl Timeline {
@@ -262,7 +329,131 @@ impl Timeline {
             audio_output_at: None,
             audio_slack: VecDeque::new(),
             has_video: false,
+            adaptive: None,
         }
+    }
+
+    /// Lets the offset follow what the tracks need ([`Timeline::adapt`]), or not.
+    pub fn set_adaptive(&mut self, adaptive: bool) {
+        self.adaptive = adaptive.then(Needs::default);
+    }
+
+    /// What the recent frames of the `kind` track need; `None` when nothing is known (a
+    /// jump left what came before behind).
+    pub fn set_need(&mut self, kind: MediaKind, need: Option<Need>) {
+        if let Some(needs) = &mut self.adaptive {
+            needs.by_kind[kind_index(kind)] = need;
+        }
+    }
+
+    /// Whether every track that plays knows what it needs over long enough to drain on.
+    fn settled(&self, now: u64) -> bool {
+        let Some(needs) = &self.adaptive else {
+            return false;
+        };
+        let settled = |kind| needs.by_kind[kind_index(kind)].is_some_and(|n| n.settled);
+        (!self.has_video || settled(MediaKind::Video))
+            && (!self.audio_playing(now) || settled(MediaKind::Audio))
+    }
+
+    /// The timeline's offset now (running − media, ns).
+    pub fn offset(&self) -> Option<i64> {
+        self.clock.offset()
+    }
+
+    /// The least transit of the tracks' recent frames: no frame plays before it
+    /// arrived, so the offset never goes below it.
+    pub fn floor(&self) -> Option<i64> {
+        let needs = self.adaptive.as_ref()?;
+        needs.by_kind.iter().flatten().map(|n| n.floor).max()
+    }
+
+    /// The offset an adaptive timeline aims at: what every track needs, less what the
+    /// downstream buffering lets a frame be late by, and never below the floor. `latency`
+    /// is the floor of the buffering: the fastest frames wait that long downstream.
+    pub fn target(&self) -> Option<i64> {
+        let needs = self.adaptive.as_ref()?;
+        let tolerance =
+            i64::try_from(self.clock.latency_ns.saturating_sub(PROCESSING_NS)).unwrap_or(i64::MAX);
+        let need = needs
+            .by_kind
+            .iter()
+            .flatten()
+            .map(|n| {
+                n.offset
+                    .saturating_add(NEED_MARGIN_NS)
+                    .saturating_sub(tolerance)
+            })
+            .max()?;
+        Some(need.max(self.floor()?))
+    }
+
+    /// Whether audio played lately: then audio drains the timeline, by dropping frames,
+    /// and video follows, so neither overlaps itself.
+    fn audio_playing(&self, now: u64) -> bool {
+        self.audio_output_at
+            .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
+    }
+
+    /// Before a frame of `kind` (`duration_us` long) is stamped at `now`: an adaptive
+    /// timeline grows at once to what the frames need, or, once every track's need has
+    /// settled, drains towards it by a few percent of each video frame's time. With audio
+    /// playing, audio drains it instead ([`Timeline::drain_audio`]) and video follows.
+    pub fn adapt(&mut self, kind: MediaKind, now: u64, duration_us: u64) -> Option<Adapted> {
+        let offset = self.clock.offset()?;
+        // While audio leads it grows the timeline itself, only when a frame of its own
+        // comes later than the latency allows: every growth is a hole in the sound.
+        if !self.audio_leading(now)
+            && let Some(grow_to) = self.target()
+            && grow_to.saturating_sub(offset) > GROW_MIN_NS
+        {
+            let by = grow_to.saturating_sub(offset);
+            self.clock.shift(by);
+            return Some(Adapted::Grew(by as u64));
+        }
+        if kind != MediaKind::Video || self.audio_playing(now) || !self.settled(now) {
+            return None;
+        }
+        let excess = offset.saturating_sub(self.target()?);
+        if excess <= DRAIN_MIN_NS {
+            return None;
+        }
+        let step = (duration_us.saturating_mul(NS_PER_UNIT as u64) as f64 * DRAIN_SHARE) as i64;
+        let by = excess.min(step);
+        (by > 0).then(|| {
+            self.clock.shift(-by);
+            Adapted::Drained(by as u64)
+        })
+    }
+
+    /// Whether the audio frame (`duration_us` long) due at `now` is to be dropped to
+    /// drain an adaptive timeline that is later than the tracks need: the slots move
+    /// earlier by its duration with it, so the audio goes on without a hole. One frame
+    /// at most per [`DRAIN_SHARE`] of the media time.
+    pub fn drain_audio(&mut self, now: u64, duration_us: u64) -> bool {
+        let (Some(offset), Some(target)) = (self.clock.offset(), self.target()) else {
+            return false;
+        };
+        if !self.settled(now) {
+            return false;
+        }
+        let Some(needs) = &mut self.adaptive else {
+            return false;
+        };
+        let duration = duration_us.saturating_mul(NS_PER_UNIT as u64);
+        let spacing = (duration as f64 / DRAIN_SHARE) as u64;
+        let excess = offset.saturating_sub(target);
+        let due = needs
+            .audio_drained_at
+            .is_none_or(|at| now >= at.saturating_add(spacing));
+        let worth =
+            i64::try_from(duration).is_ok_and(|d| d > 0 && excess > d.saturating_add(DRAIN_MIN_NS));
+        if !(due && worth) {
+            return false;
+        }
+        needs.audio_drained_at = Some(now);
+        self.clock.shift(-(duration as i64));
+        true
     }
 
     /// Tells the timeline a video track plays: audio then waits briefly for video to
@@ -286,6 +477,9 @@ impl Timeline {
         self.clock.reset();
         self.audio_output_at = None;
         self.audio_slack.clear();
+        if let Some(needs) = &mut self.adaptive {
+            *needs = Needs::default();
+        }
     }
 
     /// Whether an audio frame has lost its place on the timeline. While audio leads, only

@@ -58,6 +58,9 @@ pub enum DropReason {
     Duplicate,
     /// The buffer held more frames than it may: the oldest goes, whatever it waited for.
     Overflow,
+    /// Given up to bring an adaptive playout earlier (an audio frame; video slots are
+    /// shortened instead).
+    Drained,
 }
 
 /// A jump over missing media.

@@ -17,6 +17,8 @@ pub struct ReceiverStats {
     /// Dropped as part of skipping forward (old GoP, skipped over, or undecodable).
     pub frames_skipped: u64,
     pub frames_duplicate: u64,
+    /// Dropped to bring an adaptive playout earlier.
+    pub frames_drained: u64,
     pub jumps: u64,
     pub groups_skipped: u64,
     pub skipped_ms: u64,
@@ -41,6 +43,7 @@ impl Default for ReceiverStats {
             frames_late: 0,
             frames_skipped: 0,
             frames_duplicate: 0,
+            frames_drained: 0,
             jumps: 0,
             groups_skipped: 0,
             skipped_ms: 0,
@@ -98,6 +101,7 @@ impl ReceiverStats {
             | DropReason::Undecodable
             | DropReason::Skipped
             | DropReason::Overflow => self.frames_skipped += 1,
+            DropReason::Drained => self.frames_drained += 1,
         }
     }
 

@@ -1,5 +1,5 @@
 //! Input model of the `receive_path` fuzz target: a receiver scenario, decoded from the fuzz
-//! input with `arbitrary`, that drives `ReorderBuffer` and `PlayoutClock` the way `moqsrc` does.
+//! input with `arbitrary`, that drives `moq_player::Player`, the code `moqsrc` runs.
 //!
 //! Frame header fields are mostly given relative to the previous pushed frame (`Step::Delta`),
 //! so short inputs already describe streams that look like real ones (consecutive decode
@@ -16,11 +16,11 @@ use moq_media::FrameHeader;
 /// One receiver run: the element settings, then what happens, in order.
 #[derive(Arbitrary, Debug, Clone, PartialEq, Eq)]
 pub struct Scenario {
-    /// Reorder wait (`moqsrc latency`), ns.
-    pub target_ns: u64,
-    pub skip_forward: bool,
-    /// Buffering downstream of the source, ns (the playout clock's rebuffer threshold).
+    /// `moqsrc latency`, ns: the reorder wait, and how late a frame may come.
     pub latency_ns: u64,
+    pub skip_forward: bool,
+    /// `playout=adaptive` (else fixed).
+    pub adaptive: bool,
     /// Headers go through `FrameHeader::encode` and `decode` before they are pushed, as in
     /// `moqsrc`: values beyond what the wire carries are clamped. Otherwise they are pushed
     /// as they are, which tests the buffer's own range handling.
@@ -53,9 +53,11 @@ pub enum Op {
     Deadline(Time),
     /// The stream of a base group was reset; relative to the last pushed frame's group.
     GroupLost(Step),
-    /// Flush: reorder buffer cleared, playout clock reset.
+    /// A new timeline (a new session, a restarted publisher): the track's buffer is
+    /// cleared and the timeline reset.
     Clear,
-    /// Playout clock reset alone.
+    /// A reset another track already applied: the track's buffer is cleared, the
+    /// timeline kept.
     ResetClock,
 }
 
@@ -348,9 +350,9 @@ impl Encoder {
     /// The bytes a fuzz target taking a `Scenario` decodes into `scenario`.
     pub fn scenario(scenario: &Scenario) -> Vec<u8> {
         let mut e = Encoder::default();
-        e.u64(scenario.target_ns);
-        e.bool(scenario.skip_forward);
         e.u64(scenario.latency_ns);
+        e.bool(scenario.skip_forward);
+        e.bool(scenario.adaptive);
         e.bool(scenario.wire);
         for op in &scenario.ops {
             e.bool(true);
@@ -383,9 +385,9 @@ mod tests {
             base_index: Step::Abs(7),
         };
         let scenario = Scenario {
-            target_ns: 100_000_000,
-            skip_forward: true,
             latency_ns: u64::MAX,
+            skip_forward: true,
+            adaptive: true,
             wire: true,
             ops: vec![
                 Op::Push {
@@ -437,9 +439,9 @@ mod tests {
         // A keyframe of group 5 is output; behind it waits a base frame of the older group
         // 3 after a gap in the base layer, and some group was lost.
         let older_group = Scenario {
-            target_ns: 100 * MS,
-            skip_forward: false,
             latency_ns: 100 * MS,
+            skip_forward: false,
+            adaptive: false,
             wire: true,
             ops: vec![
                 push(0, Kind::Key, 1, 5, 10),

@@ -78,11 +78,21 @@ fn audio_header(index: u64, media: i64) -> FrameHeader {
 }
 
 impl Sim {
+    /// A fixed playout, as before adaptation.
     fn new(latency_ms: u64, skip_forward: bool) -> Sim {
+        Sim::with(latency_ms, skip_forward, false)
+    }
+
+    fn adaptive(latency_ms: u64) -> Sim {
+        Sim::with(latency_ms, true, true)
+    }
+
+    fn with(latency_ms: u64, skip_forward: bool, adaptive: bool) -> Sim {
         Sim {
             player: Player::new(PlayerConfig {
                 latency_ns: latency_ms * MS,
                 skip_forward,
+                adaptive,
             }),
             latency_ns: latency_ms * MS,
             in_flight: Vec::new(),
@@ -185,6 +195,33 @@ impl Sim {
             .copied()
             .filter(|o| o.track == track)
             .collect()
+    }
+
+    /// A frame's latency as a sink renders it: its slot plus the buffering reported
+    /// downstream, from its capture (running time = media time), ms.
+    fn latency_ms(&self, o: &Out) -> f64 {
+        (o.pts + self.latency_ns) as f64 / MS as f64 - o.media as f64 / 1_000.0
+    }
+
+    /// The mean latency of the track's frames output from `from_ms` to `to_ms` of media.
+    fn mean_latency_ms(&self, track: TrackId, from_ms: i64, to_ms: i64) -> f64 {
+        let window: Vec<f64> = self
+            .outputs(track)
+            .iter()
+            .filter(|o| (from_ms * 1_000..to_ms * 1_000).contains(&o.media))
+            .map(|o| self.latency_ms(o))
+            .collect();
+        assert!(!window.is_empty(), "no frames from {from_ms} to {to_ms} ms");
+        window.iter().sum::<f64>() / window.len() as f64
+    }
+
+    /// Frames output later than their slot plus the downstream buffering: late at the
+    /// sink.
+    fn late(&self, track: TrackId) -> usize {
+        self.outputs(track)
+            .iter()
+            .filter(|o| o.at > o.dts + self.latency_ns)
+            .count()
     }
 }
 
@@ -412,4 +449,203 @@ fn a_pad_blocked_downstream_stamps_frames_with_when_they_arrived() {
     }
     let first = sim.player.pop(v, now_at(300 * MS)).expect("the keyframe");
     assert_eq!(first.dts, 10 * MS, "stamped with its arrival, not with now");
+}
+
+/// A bottleneck of `kbit` kbit/s with `queue_ms(t)` of standing queue in front of it at
+/// media time `t` (ms), for frames of `size(i)` bytes sent at 24 fps.
+fn through_link(
+    sim: &mut Sim,
+    track: TrackId,
+    range: std::ops::Range<u64>,
+    kbit: u64,
+    size: impl Fn(u64) -> usize,
+    queue_ms: impl Fn(u64) -> u64,
+) {
+    let mut free_at = 0u64;
+    for i in range {
+        let media = i as i64 * VIDEO_FRAME_US;
+        let sent = media as u64 * 1_000;
+        let bytes = size(i);
+        let start = sent.max(free_at);
+        free_at = start + bytes as u64 * 8 * 1_000_000 / kbit;
+        let arrival = free_at + queue_ms(sent / MS) * MS;
+        sim.frame(track, video_header(i, media), bytes, arrival - sent);
+    }
+}
+
+fn keyframes(key: usize, delta: usize) -> impl Fn(u64) -> usize {
+    move |i| if i.is_multiple_of(GOP) { key } else { delta }
+}
+
+/// A start-up transient: the first seconds come through a queue that drains from 500 ms
+/// to none by 4 s.
+fn transient(t_ms: u64) -> u64 {
+    500u64.saturating_sub(t_ms / 8)
+}
+
+#[test]
+fn adaptive_playout_gives_back_the_latency_of_a_start_up_transient() {
+    let mut results = Vec::new();
+    for adaptive in [false, true] {
+        let mut sim = Sim::with(100, true, adaptive);
+        let v = sim.track("video", MediaKind::Video);
+        through_link(
+            &mut sim,
+            v,
+            0..480,
+            1_000,
+            keyframes(8_000, 1_200),
+            transient,
+        );
+        sim.run_until(25_000 * MS);
+        let out = sim.outputs(v);
+        assert_eq!(out.len(), 480);
+        assert_eq!(sim.late(v), 0, "adaptive {adaptive}: frames late");
+        assert!(out[1..].iter().all(|o| !o.discont), "no rebuffer, no jump");
+        // No visible jump: consecutive slots at least 90 % of the media time apart.
+        for w in out.windows(2) {
+            let media = (w[1].media - w[0].media) as u64 * 1_000;
+            assert!(w[1].dts - w[0].dts >= media * 9 / 10, "{:?}", w);
+        }
+        results.push((
+            sim.mean_latency_ms(v, 0, 1_000),
+            sim.mean_latency_ms(v, 15_000, 20_000),
+        ));
+    }
+    let [(fixed_start, fixed_end), (adaptive_start, adaptive_end)] = results[..] else {
+        unreachable!()
+    };
+    eprintln!(
+        "fixed {fixed_start:.0} → {fixed_end:.0} ms, adaptive {adaptive_start:.0} → {adaptive_end:.0} ms"
+    );
+    // The fixed offset keeps the transient's latency; the adaptive one gives it back,
+    // down to the keyframe's transfer and the buffering.
+    assert!(fixed_end > fixed_start - 20.0);
+    assert!(
+        adaptive_end < fixed_end - 350.0,
+        "{adaptive_end} vs {fixed_end}"
+    );
+    assert!(adaptive_end < 200.0, "{adaptive_end}");
+}
+
+#[test]
+fn adaptive_playout_grows_at_once_when_frames_come_late() {
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    // 30 ms of queue, then 400 ms from 5 s on.
+    let queue = |t_ms: u64| if t_ms < 5_000 { 30 } else { 400 };
+    through_link(&mut sim, v, 0..240, 2_000, keyframes(6_000, 1_000), queue);
+    sim.run_until(12_000 * MS);
+    let out = sim.outputs(v);
+    assert_eq!(out.len(), 240);
+    // The first frame through the queue grows the timeline: it and every frame after it
+    // come within the part of the buffering a late frame may use.
+    let step = out.iter().position(|o| o.media >= 5_000_000).unwrap();
+    let worst = out[step..]
+        .iter()
+        .map(|o| o.at as i64 - o.dts as i64)
+        .max()
+        .unwrap();
+    assert!(
+        worst <= 70 * MS as i64,
+        "{} ms after its slot",
+        worst / MS as i64
+    );
+    assert_eq!(sim.late(v), 0);
+    assert!(
+        out[1..].iter().all(|o| !o.discont),
+        "grown, not re-anchored"
+    );
+    let playout = sim.player.playout().unwrap();
+    assert!(
+        playout.grows >= 1 && playout.grown_ms > 300.0,
+        "{playout:?}"
+    );
+    // While a fixed playout rebuffers there.
+    let mut fixed = Sim::new(100, true);
+    let v = fixed.track("video", MediaKind::Video);
+    through_link(&mut fixed, v, 0..240, 2_000, keyframes(6_000, 1_000), queue);
+    fixed.run_until(12_000 * MS);
+    assert_eq!(fixed.player.stats(v).rebuffers, 1);
+}
+
+#[test]
+fn keyframe_transfers_are_planned_for_not_chased() {
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    // 500 kbit/s, 12 kB keyframes (190 ms on the link) every 0.6 s, 1 kB frames between.
+    through_link(&mut sim, v, 0..720, 500, keyframes(12_000, 1_000), |_| 20);
+    sim.run_until(32_000 * MS);
+    assert_eq!(sim.outputs(v).len(), 720);
+    assert_eq!(sim.late(v), 0);
+    let playout = sim.player.playout().unwrap();
+    // Grown once or twice while learning, then steady: no sawtooth per GoP.
+    assert!(playout.grows <= 3, "{playout:?}");
+    assert!(playout.drained_ms < 200.0, "{playout:?}");
+    let steady = sim.mean_latency_ms(v, 10_000, 30_000);
+    // The keyframe's transfer (190 ms) and the path (20 ms) beyond the buffering, less the
+    // part of the buffering a late frame may use.
+    assert!((200.0..330.0).contains(&steady), "{steady}");
+}
+
+#[test]
+fn the_latency_property_stays_the_floor_of_the_buffering() {
+    let mut sim = Sim::adaptive(150);
+    let v = sim.track("video", MediaKind::Video);
+    // An ideal path: every frame 10 ms, no size effect.
+    through_link(&mut sim, v, 0..240, 100_000, |_| 500, |_| 10);
+    sim.run_until(11_000 * MS);
+    let playout = sim.player.playout().unwrap();
+    assert!(playout.delay_ms >= 149.0, "{playout:?}");
+    assert!(playout.target_ms >= 149.0, "{playout:?}");
+    let latency = sim.mean_latency_ms(v, 5_000, 10_000);
+    assert!((159.0..165.0).contains(&latency), "{latency}");
+}
+
+#[test]
+fn audio_drains_without_holes_and_stays_with_the_video() {
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    // Both through the start-up transient, audio 10 ms ahead.
+    through_link(
+        &mut sim,
+        v,
+        0..480,
+        2_000,
+        keyframes(6_000, 1_000),
+        transient,
+    );
+    sim.audio(a, 0..1_000, |i| (transient(i * 20) + 10) * MS);
+    sim.run_until(22_000 * MS);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    assert_eq!(video.len(), 480);
+    let drained = sim.player.stats(a).frames_drained;
+    assert!(drained > 10, "audio drained by {drained} frames");
+    assert_eq!(audio.len() as u64 + drained, 1_000);
+    // No hole: each audio frame starts where the one before ended (or overlaps it by
+    // less than half a frame).
+    for w in audio.windows(2) {
+        let end = w[0].dts + AUDIO_FRAME_US as u64 * 1_000;
+        assert!(w[1].dts <= end + 60 * MS, "a hole before {:?}", w[1]);
+    }
+    // In sync: video and audio of the same instant play within 40 ms of each other.
+    let offset = |o: &Out| o.dts as i64 - o.media * 1_000;
+    for o in &video[1..] {
+        let near = audio
+            .iter()
+            .filter(|x| (x.media - o.media).abs() < 100_000)
+            .map(|x| (offset(x) - offset(o)).abs())
+            .min();
+        if let Some(skew) = near {
+            assert!(
+                skew <= 40 * MS as i64,
+                "skew {} ms at {:?}",
+                skew / MS as i64,
+                o
+            );
+        }
+    }
+    let end = sim.mean_latency_ms(a, 15_000, 20_000);
+    assert!(end < 250.0, "audio latency came back: {end}");
 }

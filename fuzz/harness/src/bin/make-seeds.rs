@@ -948,9 +948,9 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
     scenarios.push((
         "baseline-in-order",
         Scenario {
-            target_ns: 100 * MS,
-            skip_forward: false,
             latency_ns: 100 * MS,
+            skip_forward: false,
+            adaptive: false,
             wire: true,
             ops: ops_for(&arrivals(stream, DeliveryMode::Baseline), drain),
         },
@@ -966,9 +966,9 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
     scenarios.push((
         "combined-reordered",
         Scenario {
-            target_ns: 100 * MS,
-            skip_forward: true,
             latency_ns: 100 * MS,
+            skip_forward: true,
+            adaptive: true,
             wire: true,
             ops: ops_for(&combined, |_, _| {
                 vec![
@@ -1003,9 +1003,9 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
     scenarios.push((
         "skip-gops-lost-tail",
         Scenario {
-            target_ns: 100 * MS,
-            skip_forward: true,
             latency_ns: 100 * MS,
+            skip_forward: true,
+            adaptive: true,
             wire: true,
             ops: ops_for(&lossy, |_, a| {
                 let mut ops = vec![Op::Drain(Time::After(0))];
@@ -1025,9 +1025,9 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
     scenarios.push((
         "stall-burst",
         Scenario {
-            target_ns: 200 * MS,
+            latency_ns: 200 * MS,
             skip_forward: true,
-            latency_ns: 50 * MS,
+            adaptive: false,
             wire: true,
             ops: ops_for(&stalled, |_, _| {
                 vec![
@@ -1049,9 +1049,9 @@ fn receive_path_seeds(seeds: &mut Seeds, stream: &Stream) -> Result<()> {
     scenarios.push((
         "flush",
         Scenario {
-            target_ns: 100 * MS,
-            skip_forward: false,
             latency_ns: 100 * MS,
+            skip_forward: false,
+            adaptive: true,
             wire: true,
             ops: ops_for(&arrivals(stream, DeliveryMode::Baseline), |i, _| {
                 let mut ops = vec![Op::Drain(Time::After(0))];

@@ -55,6 +55,7 @@ struct Settings {
     timeout_s: u32,
     latency_ms: u32,
     skip_forward: bool,
+    playout: super::Playout,
     abr: super::Abr,
     rendition: Option<String>,
     /// bit/s; 0: no cap.
@@ -77,6 +78,7 @@ impl Default for Settings {
             timeout_s: DEFAULT_TIMEOUT_S,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
+            playout: super::Playout::Adaptive,
             abr: super::Abr::Auto,
             rendition: None,
             max_bitrate: 0,
@@ -305,6 +307,7 @@ impl MoqSrc {
         let mut player = Player::new(PlayerConfig {
             latency_ns,
             skip_forward: settings.skip_forward,
+            adaptive: settings.playout == super::Playout::Adaptive,
         });
         player.resumed(self.resumes.load(Ordering::Relaxed));
         *lock(&self.player) = Some(player);
@@ -593,10 +596,11 @@ impl MoqSrc {
             while let Some(event) = player.poll_event() {
                 let track = match &event {
                     PlayerEvent::Jumped { track, .. } | PlayerEvent::Dropped { track, .. } => {
-                        *track
+                        player.name(*track).to_owned()
                     }
+                    PlayerEvent::Playout(_) => String::new(),
                 };
-                events.push((event, player.name(track).to_owned()));
+                events.push((event, track));
             }
             (result, events)
         };
@@ -629,6 +633,15 @@ impl MoqSrc {
                     imp = self,
                     "{track}: dropped frame {decode_index}: {reason:?}"
                 )
+            }
+            PlayerEvent::Playout(playout) => {
+                gst::debug!(CAT, imp = self, "playout {playout:?}");
+                self.post_message(
+                    gst::Structure::builder("moq-playout")
+                        .field("target-ms", playout.target_ms)
+                        .field("delay-ms", playout.delay_ms)
+                        .build(),
+                );
             }
         }
     }
@@ -709,7 +722,13 @@ impl MoqSrc {
                     .collect()
             })
             .unwrap_or_default();
-        let mut s = gst::Structure::builder("moqsrc-stats");
+        let playout = self.with_player(|p| p.playout()).flatten();
+        let mut s = gst::Structure::builder("moqsrc-stats")
+            .field("playout-delay-ms", playout.map_or(-1.0, |p| p.delay_ms))
+            .field("playout-target-ms", playout.map_or(-1.0, |p| p.target_ms))
+            .field("playout-grows", playout.map_or(0, |p| p.grows))
+            .field("playout-grown-ms", playout.map_or(0.0, |p| p.grown_ms))
+            .field("playout-drained-ms", playout.map_or(0.0, |p| p.drained_ms));
         // The first video track's figures at the top level, as before tracks were pads.
         if let Some((_, _, video)) = outputs.iter().find(|(_, k, _)| *k == MediaKind::Video) {
             for (i, kind) in ["key", "reference", "non-reference"].iter().enumerate() {
@@ -803,6 +822,7 @@ fn stat_fields(s: gst::structure::Builder, stats: &ReceiverStats) -> gst::struct
         .field("frames-late", stats.frames_late)
         .field("frames-skipped", stats.frames_skipped)
         .field("frames-duplicate", stats.frames_duplicate)
+        .field("frames-drained", stats.frames_drained)
         .field("jumps", stats.jumps)
         .field("groups-skipped", stats.groups_skipped)
         .field("skipped-ms", stats.skipped_ms)
@@ -934,6 +954,11 @@ impl ObjectImpl for MoqSrc {
                     .default_value(true)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("playout", super::Playout::Adaptive)
+                    .nick("Playout")
+                    .blurb("How the timeline's offset moves. adaptive: it targets what the frames need (their delay variation, a keyframe's transfer expected from its size), growing at once when frames come late and draining by a few percent of the media time when they come early (video slots shortened, an audio frame dropped now and then, no hole), never buffering less than latency; posts moq-playout when its target moves much. fixed: the first frame's offset stays until a frame comes later than latency allows (a rebuffer) or playback jumps")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder_with_default("abr", super::Abr::Auto)
                     .nick("Adaptive bitrate")
                     .blurb("When the catalog lists renditions of the video (an alternate group, as moqsink's alt-group pad property makes): auto starts on the lowest, switches down when the path cannot carry the one playing (a standing queue or a skip) and up one step after seconds of measured room; off stays on the one selected. Switches land on a keyframe with no gap and post moq-rendition. Changeable while playing")
@@ -951,12 +976,12 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Per track (`tracks`): name, kind, frames and bytes received, output, late, skipped, jumps, rebuffers, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms), the video rendition playing and its switches; the first video track's figures, with frames and bytes per kind, also at the top level")
+                    .blurb("Per track (`tracks`): name, kind, frames and bytes received, output, late, skipped, drained, jumps, rebuffers, latency p50/p95 over the last second, RFC 3550 jitter, TS-DF (ms), the video rendition playing and its switches; the first video track's figures, with frames and bytes per kind, also at the top level; and the playout: its buffering now and its target (ms beyond the fastest recent frames' transit, latency included; -1 when fixed or not yet known), how often it grew, by how much in all, and how much it drained")
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("latency")
                     .nick("Latency")
-                    .blurb("Buffering in ms: how long frames may wait for missing ones before the reorder buffer moves on; reported as the source's latency")
+                    .blurb("Buffering in ms: how long frames may wait for missing ones before the reorder buffer moves on, and how late a frame may come before playback moves; reported as the source's latency. With playout=adaptive, the least buffering: the timeline adds what the frames need above it")
                     .maximum(60_000)
                     .default_value(DEFAULT_LATENCY_MS)
                     .mutable_ready()
@@ -1000,6 +1025,7 @@ impl ObjectImpl for MoqSrc {
             "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
             "skip-forward" => settings.skip_forward = value.get().unwrap_or(true),
+            "playout" => settings.playout = value.get().unwrap_or_default(),
             "abr" => settings.abr = value.get().unwrap_or_default(),
             "rendition" => settings.rendition = text(),
             "max-bitrate" => settings.max_bitrate = value.get().unwrap_or(0),
@@ -1033,6 +1059,7 @@ impl ObjectImpl for MoqSrc {
             "timeout" => settings.timeout_s.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),
+            "playout" => settings.playout.to_value(),
             "abr" => settings.abr.to_value(),
             "rendition" => settings.rendition.to_value(),
             "max-bitrate" => settings.max_bitrate.to_value(),

@@ -10,8 +10,11 @@
 //! from the catalog), each with its own streaming thread, so audio never waits for
 //! video. It puts frames from the QUIC streams back in order (dropping what can no longer
 //! be decoded) and stamps them in running time through one timeline for the whole
-//! broadcast, so playback runs at 1× behind the `latency` it reports and stays in sync;
-//! after a jump or a stall every track snaps to the new media at once.
+//! broadcast, so the tracks stay in sync; after a jump or a stall every track snaps to
+//! the new media at once. The timeline's offset follows how late frames come
+//! (`playout=adaptive`): it grows at once when they come late and gives latency back a few
+//! percent at a time when they come early, never buffering less than the `latency` it
+//! reports.
 //!
 //! Every buffer carries two reference timestamp metas in µs since the UNIX epoch: when
 //! the frame reached the publisher (`timestamp/x-unix`) and when moqsrc had its object
@@ -42,6 +45,24 @@ pub enum Abr {
     Auto = 1,
 }
 
+/// How moqsrc's playout offset moves (the `playout` property).
+#[derive(Debug, Eq, PartialEq, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstMoqSrcPlayout")]
+pub enum Playout {
+    #[enum_value(
+        name = "Adaptive: follow how late frames come, growing at once when they come late and draining a few percent at a time when they come early; latency is the least buffering",
+        nick = "adaptive"
+    )]
+    #[default]
+    Adaptive = 0,
+    #[enum_value(
+        name = "Fixed: keep the offset of the first frame; move it only when a frame comes later than latency allows (a rebuffer) or playback jumps",
+        nick = "fixed"
+    )]
+    Fixed = 1,
+}
+
 glib::wrapper! {
     pub struct MoqSrc(ObjectSubclass<imp::MoqSrc>)
         @extends gst::Element, gst::Object,
@@ -50,6 +71,7 @@ glib::wrapper! {
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     Abr::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Playout::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "moqsrc",

@@ -1,0 +1,140 @@
+//! moqsrc's playout offset through a path whose delay falls: a fixed playout keeps the
+//! latency it started with, an adaptive one gives it back. Both viewers watch one
+//! publisher at once, each through its own link emulator with the same profile.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use gst::prelude::*;
+
+const RUN: Duration = Duration::from_secs(25);
+
+/// 400 ms each way for the first 5 s (a path that starts congested), then 20 ms.
+const FALLING_DELAY: &str = r#"{"name": "falling-delay", "queue_bytes": 500000, "steps": [
+    {"duration_s": 5, "rate_kbit": 0, "delay_ms": 400},
+    {"duration_s": 55, "rate_kbit": 0, "delay_ms": 20}]}"#;
+
+/// A viewer rendering with `fakesink sync=true`: latency of every frame it renders.
+struct Viewer {
+    pipeline: gst::Pipeline,
+    /// (s since the viewer started, latency s) per rendered frame.
+    latencies: Arc<Mutex<Vec<(f64, f64)>>>,
+    _link: linkem::Link,
+}
+
+fn viewer(sender: &Sender, playout: &str) -> Viewer {
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], sender.port)),
+        downstream: Some(linkem::Profile::from_json_str(FALLING_DELAY).expect("profile")),
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let pipeline = launch(&format!(
+        "moqsrc name=src url=moqt://{}/live tls-fingerprint={} playout={playout} \
+         ! h264parse ! avdec_h264 ! fakesink name=out sync=true signal-handoffs=true",
+        link.local_addr(),
+        sender.fingerprint()
+    ));
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let record = latencies.clone();
+    let started = Instant::now();
+    let unix = gst::Caps::new_empty_simple("timestamp/x-unix");
+    pipeline
+        .by_name("out")
+        .unwrap()
+        .connect("handoff", false, move |values| {
+            let buffer = values[1].get::<gst::Buffer>().expect("buffer");
+            if let Some(meta) = buffer
+                .iter_meta::<gst::ReferenceTimestampMeta>()
+                .find(|m| m.reference().can_intersect(&unix))
+            {
+                let latency =
+                    unix_now().saturating_sub(Duration::from_nanos(meta.timestamp().nseconds()));
+                record
+                    .lock()
+                    .unwrap()
+                    .push((started.elapsed().as_secs_f64(), latency.as_secs_f64()));
+            }
+            None
+        });
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    Viewer {
+        pipeline,
+        latencies,
+        _link: link,
+    }
+}
+
+impl Viewer {
+    /// Mean latency (ms) of the frames rendered from `from` s on.
+    fn mean_latency_ms(&self, from: f64) -> f64 {
+        let window: Vec<f64> = self
+            .latencies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| *t >= from)
+            .map(|(_, l)| l * 1000.0)
+            .collect();
+        assert!(window.len() > 100, "{} frames rendered", window.len());
+        window.iter().sum::<f64>() / window.len() as f64
+    }
+
+    fn stats(&self) -> gst::Structure {
+        self.pipeline.by_name("src").unwrap().property("stats")
+    }
+}
+
+#[test]
+fn adaptive_playout_gives_back_latency_a_fixed_one_keeps() {
+    init();
+    let sender = Sender::start_with_encoder(
+        "",
+        "x264enc tune=zerolatency bitrate=400 key-int-max=24 speed-preset=ultrafast \
+         ! h264parse ! video/x-h264,alignment=au",
+    );
+    let fixed = viewer(&sender, "fixed");
+    let adaptive = viewer(&sender, "adaptive");
+    let playout_messages = Arc::new(Mutex::new(0usize));
+    let count = playout_messages.clone();
+    adaptive
+        .pipeline
+        .bus()
+        .unwrap()
+        .set_sync_handler(move |_, msg| {
+            if let gst::MessageView::Element(e) = msg.view()
+                && e.structure().is_some_and(|s| s.name() == "moq-playout")
+            {
+                *count.lock().unwrap() += 1;
+            }
+            gst::BusSyncReply::Pass
+        });
+    std::thread::sleep(RUN);
+    let (fixed_ms, adaptive_ms) = (fixed.mean_latency_ms(17.0), adaptive.mean_latency_ms(17.0));
+    let (fixed_stats, adaptive_stats) = (fixed.stats(), adaptive.stats());
+    for v in [&fixed, &adaptive] {
+        v.pipeline.set_state(gst::State::Null).unwrap();
+    }
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    eprintln!(
+        "latency over the last 8 s: fixed {fixed_ms:.0} ms, adaptive {adaptive_ms:.0} ms\n  \
+         fixed {fixed_stats}\n  adaptive {adaptive_stats}"
+    );
+    // The path's delay fell by 380 ms after 5 s: the fixed playout keeps it.
+    assert!(
+        adaptive_ms < fixed_ms - 250.0,
+        "adaptive {adaptive_ms:.0} ms against fixed {fixed_ms:.0} ms"
+    );
+    // Given back gradually, not by jumping.
+    assert_eq!(adaptive_stats.get::<u64>("jumps").unwrap(), 0);
+    assert!(adaptive_stats.get::<f64>("playout-drained-ms").unwrap() > 250.0);
+    assert_eq!(fixed_stats.get::<f64>("playout-target-ms").unwrap(), -1.0);
+    assert!(*playout_messages.lock().unwrap() >= 1, "moq-playout posted");
+}

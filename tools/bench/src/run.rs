@@ -141,13 +141,18 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us,damaged,size,
-    /// kind` per frame (kind as [`reference::kind_name`], empty when not known).
+    /// A receiver child's report: `cpu_s,S`, `decoder_latency_ms,MS` (empty when not
+    /// known), then `id,arrived_us,rendered_us,damaged,size,kind` per frame (kind as
+    /// [`reference::kind_name`], empty when not known).
     fn write(&self, path: &Path, cpu_s: f64) -> Result<(), String> {
         let mut out =
             std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
         let opt = |v: Option<&i64>| v.map_or(String::new(), |v| v.to_string());
         writeln!(out, "cpu_s,{cpu_s}").map_err(|e| e.to_string())?;
+        let decoder = self
+            .decoder_latency_ms
+            .map_or(String::new(), |ms| ms.to_string());
+        writeln!(out, "decoder_latency_ms,{decoder}").map_err(|e| e.to_string())?;
         for (id, arrived) in &self.arrived {
             let damaged = u8::from(self.damaged.contains(id));
             let size = self.sizes.get(id).copied().unwrap_or(0);
@@ -170,7 +175,16 @@ impl Seen {
             .and_then(|l| l.strip_prefix("cpu_s,"))
             .and_then(|v| v.parse().ok())
             .ok_or("receiver report: no cpu_s line")?;
-        let mut seen = Seen::default();
+        let decoder_latency_ms = lines
+            .next()
+            .and_then(|l| l.strip_prefix("decoder_latency_ms,"))
+            .ok_or("receiver report: no decoder_latency_ms line")?
+            .parse()
+            .ok();
+        let mut seen = Seen {
+            decoder_latency_ms,
+            ..Seen::default()
+        };
         for line in lines {
             let (numbers, kind) = line
                 .rsplit_once(',')
@@ -322,8 +336,10 @@ pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), 
     if !errors.is_empty() {
         eprintln!("receiver errors: {errors:?}");
     }
+    let decoder = decoder_latency_ms(&pipeline);
     let _ = pipeline.set_state(gst::State::Null);
-    let seen = seen.lock().unwrap();
+    let mut seen = seen.lock().unwrap();
+    seen.decoder_latency_ms = decoder;
     seen.write(report, cpu_seconds(libc::RUSAGE_SELF))
 }
 
@@ -1382,4 +1398,33 @@ fn sample_rates(
         }
         let _ = rates.flush();
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receiver_childs_report_round_trips() {
+        let mut seen = Seen::default();
+        seen.arrived.insert(3, 1_000);
+        seen.rendered.insert(3, 1_500);
+        seen.sizes.insert(3, 1200);
+        seen.kinds.insert(3, h264::FrameKind::Key);
+        seen.arrived.insert(4, 1_040);
+        seen.damaged.insert(4);
+        seen.decoder_latency_ms = Some(41.5);
+        let path =
+            std::env::temp_dir().join(format!("moq-bench-report-{}.csv", std::process::id()));
+        seen.write(&path, 2.5).unwrap();
+        let (back, cpu_s) = Seen::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(cpu_s, 2.5);
+        assert_eq!(back.decoder_latency_ms, Some(41.5));
+        assert_eq!(back.rendered.get(&3), Some(&1_500));
+        assert_eq!(back.kinds.get(&3), Some(&h264::FrameKind::Key));
+        assert_eq!(back.kinds.get(&4), None, "a kind not known stays unknown");
+        assert!(back.damaged.contains(&4) && !back.damaged.contains(&3));
+        assert_eq!((back.arrived.len(), back.sizes.get(&3)), (2, Some(&1200)));
+    }
 }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use moq_wire::draft14::{ControlMessage, TrackNamespace};
 use moq_wire::draft16::{self, Announcer, RequestKind};
+use moq_wire::message::{ControlMessage, TrackNamespace};
 use moq_wire::{DecodeError, EncodeError};
 
 use crate::error::SessionError;

@@ -48,7 +48,7 @@ impl SessionError {
 
     pub(crate) fn violation(reason: impl Into<String>) -> SessionError {
         SessionError::Protocol {
-            code: moq_wire::draft14::session_error::PROTOCOL_VIOLATION,
+            code: moq_wire::message::session_error::PROTOCOL_VIOLATION,
             reason: reason.into(),
         }
     }
@@ -57,7 +57,7 @@ impl SessionError {
     /// namespace we may not publish), or unreachable by name, TLS or version. Retrying
     /// cannot help.
     pub fn is_refusal(&self) -> bool {
-        use moq_wire::draft14::{publish_namespace_error, session_error};
+        use moq_wire::message::{publish_namespace_error, session_error};
         match self {
             SessionError::Request(refused) => refused.code == publish_namespace_error::UNAUTHORIZED,
             SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {

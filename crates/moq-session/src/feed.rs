@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use moq_wire::draft14::{Location, publish_done_code};
+use moq_wire::message::{Location, publish_done_code};
 
 use crate::scheduler::{GroupInfo, Scheduler};
 use crate::track::{Group, TrackShared};
@@ -109,7 +109,7 @@ impl TrackFeed {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
-    use moq_wire::draft14::TrackNamespace;
+    use moq_wire::message::TrackNamespace;
 
     use super::*;
     use crate::scheduler::{Action, NewSubscription, PublishLimits, Transmit};

@@ -9,11 +9,11 @@
 
 use std::sync::Arc;
 
-use moq_wire::draft14::{
+use moq_wire::draft16;
+use moq_wire::message::{
     self as wire, ControlMessage, FetchHeader, FetchObjectHeader, FetchType, GroupOrder, Location,
     ObjectStatus, Parameters,
 };
-use moq_wire::draft16;
 use tokio::sync::oneshot;
 
 use crate::session::Inner;

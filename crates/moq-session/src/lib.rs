@@ -37,7 +37,7 @@ pub use endpoint::{
     EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
 };
 pub use error::{RequestError, SessionError};
-pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use relay::{RelayEvent, RelayPublisher};
 pub use scheduler::PublishLimits;
 pub use session::{Role, Session, SessionConfig};

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use moq_wire::draft14::{
+use moq_wire::message::{
     self as wire, ControlMessage, FilterType, GroupOrder, Location, Parameters,
 };
 use tokio::sync::{Notify, mpsc};

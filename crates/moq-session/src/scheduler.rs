@@ -40,7 +40,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use moq_wire::draft14::{
+use moq_wire::message::{
     ObjectStatus, SubgroupHeader, SubgroupId, SubgroupObjectHeader, publish_done_code, reset_code,
     session_error,
 };

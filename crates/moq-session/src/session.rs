@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use moq_wire::draft14::{
+use moq_wire::draft16;
+use moq_wire::message::{
     self as wire, ClientSetup, ControlMessage, Location, MaxRequestId, Parameters, ServerSetup,
     session_error, setup_param,
 };
-use moq_wire::draft16;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::congestion::{CongestionControl, SharedEstimator, estimator_of};

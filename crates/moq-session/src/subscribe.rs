@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use moq_wire::draft14::{
+use moq_wire::draft16;
+use moq_wire::message::{
     self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
     Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
 };
-use moq_wire::draft16;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{RequestError, SessionError};

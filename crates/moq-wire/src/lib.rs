@@ -6,8 +6,9 @@
 //!
 //! Version-independent pieces live at the top level ([`varint`], [`DecodeError`],
 //! [`EncodeError`]); everything that a draft may change lives in a module per draft, chosen at
-//! run time (by ALPN). [`draft14`] defines the message model; [`draft16`] reads and writes the
-//! same types as draft-16 bytes, so a session keeps one vocabulary whichever draft it speaks.
+//! run time (by ALPN). [`message`] defines the message model; [`draft14`] and [`draft16`] read
+//! and write it as their drafts' bytes, so a session keeps one vocabulary whichever draft it
+//! speaks.
 //!
 //! # Decoding convention
 //!
@@ -23,6 +24,7 @@ mod cursor;
 pub mod draft14;
 pub mod draft16;
 mod error;
+pub mod message;
 pub mod varint;
 
 pub use error::{DecodeError, EncodeError};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use moq_wire::draft14::{DataStreamHeader, GroupOrder};
+use moq_wire::message::{DataStreamHeader, GroupOrder};
 
 use super::*;
 

@@ -1,9 +1,9 @@
 //! Numbers from draft-16's registries, and the translation of request error and PUBLISH_DONE
 //! codes between draft-16's tables and the per-message tables of draft-14 that the shared
-//! message model ([`crate::draft14`]) carries.
+//! message model ([`crate::message`]) carries.
 
 use super::RequestKind;
-use crate::draft14::{
+use crate::message::{
     fetch_error, publish_error, publish_namespace_error, subscribe_error, subscribe_namespace_error,
 };
 

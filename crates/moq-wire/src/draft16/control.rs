@@ -1,4 +1,4 @@
-//! Draft-16 control messages, read into and written from the draft-14 message model.
+//! Draft-16 control messages, read into and written from the message model.
 //!
 //! The framing (type, 16-bit length, payload) is the same as draft-14's. What differs is the
 //! payloads: most request properties moved into parameters, parameters are delta-coded, one
@@ -7,10 +7,10 @@
 //! [`ControlMessage`].
 
 use crate::cursor::{read_u16, take};
-use crate::draft14::common::{
+use crate::message::common::{
     GOAWAY_URI, Wire, get, put, read_flag, read_full_name, write_flag, write_full_name,
 };
-use crate::draft14::{
+use crate::message::{
     ClientSetup, ControlMessage, Fetch, FetchOk, FetchType, FilterType, GroupOrder, KeyValuePair,
     Location, NamespacePrefix, Parameters, Publish, PublishDone, PublishNamespace,
     PublishNamespaceCancel, PublishNamespaceDone, PublishOk, ServerSetup, Subscribe,
@@ -941,11 +941,11 @@ fn read_request_ok(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessage,
     Ok(match kind {
         RequestKind::PublishNamespace => {
             read_params(buf, &NO_PARAMS)?;
-            M::PublishNamespaceOk(crate::draft14::PublishNamespaceOk { request_id })
+            M::PublishNamespaceOk(crate::message::PublishNamespaceOk { request_id })
         }
         RequestKind::SubscribeNamespace => {
             read_params(buf, &NO_PARAMS)?;
-            M::SubscribeNamespaceOk(crate::draft14::SubscribeNamespaceOk { request_id })
+            M::SubscribeNamespaceOk(crate::message::SubscribeNamespaceOk { request_id })
         }
         RequestKind::TrackStatus | RequestKind::SubscribeUpdate => {
             let split = read_params(buf, &REQUEST_OK_STATUS_SPEC)?;
@@ -979,7 +979,7 @@ fn write_request_error(
 }
 
 fn read_request_error(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessage, DecodeError> {
-    use crate::draft14::{
+    use crate::message::{
         FetchError, PublishError, PublishNamespaceError, SubscribeNamespaceError,
     };
     use ControlMessage as M;
@@ -1214,7 +1214,7 @@ fn read_payload(
             version: VERSION,
             params: read_setup_params(buf)?,
         }),
-        code::GOAWAY => M::Goaway(crate::draft14::Goaway {
+        code::GOAWAY => M::Goaway(crate::message::Goaway {
             new_session_uri: GOAWAY_URI.read(buf)?,
         }),
         code::MAX_REQUEST_ID => M::MaxRequestId(Wire::read(buf)?),

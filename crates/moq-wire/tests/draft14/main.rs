@@ -10,7 +10,7 @@ mod samples;
 mod vectors;
 
 use common::Codec;
-use moq_wire::draft14::ControlMessage;
+use moq_wire::message::ControlMessage;
 
 /// Encodes a control message, panicking on failure.
 fn encode(message: &ControlMessage) -> Vec<u8> {

@@ -2,7 +2,8 @@
 //! checked in both directions: the value encodes to exactly these bytes, and the bytes decode
 //! to exactly this value.
 
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 
 use super::CODEC;
 use super::common::{self, hex, vectors};

@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use moq_wire::DecodeError;
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
 use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, param};
+use moq_wire::message::*;
 
 use super::common::{self, assert_decodes_exactly, assert_decodes_to};
 use super::samples::{self, DEFAULT_PRIORITY};

@@ -2,8 +2,8 @@
 //! exactly (parameters in ascending order, values the draft-16 form can express), used by the
 //! round-trip, partial-input and fuzz tests.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, extension, param};
+use moq_wire::message::*;
 
 use super::common::samples::{self as shared, subscribe};
 use super::ids;

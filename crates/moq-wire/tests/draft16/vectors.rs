@@ -2,10 +2,10 @@
 //! in both directions: the value encodes to exactly these bytes, and the bytes decode to
 //! exactly this value.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{
     self, FetchObject, FetchObjectReader, FetchObjectWriter, extension, param,
 };
+use moq_wire::message::*;
 
 use super::common::{self, hex, vectors};
 use super::{CODEC, decode, ids};

@@ -24,7 +24,8 @@ use moq_media::FrameHeader;
 use moq_media::audio::OpusHead;
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::{DeliveryMode, Mapper, priority};
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 
 /// Wall clock of the first frame, µs since the UNIX epoch (a fixed date: seeds must not
 /// change from one run to the next).

@@ -222,6 +222,7 @@ fn malformed_control_messages_close_only_that_session() {
             forward: true,
             filter: moq_wire::message::FilterType::LargestObject,
             params: moq_wire::message::Parameters::default(),
+            fill: None,
         })
         .encode(&mut bytes)
         .unwrap();

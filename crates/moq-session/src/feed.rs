@@ -142,7 +142,7 @@ mod tests {
         let b = Broadcast::new(TrackNamespace(vec![b"live".to_vec()]));
         let track = b.create_track("video", TrackDelivery::default());
         let now = Instant::now();
-        let mut sched = Scheduler::new(PublishLimits::default(), now);
+        let mut sched = Scheduler::new(PublishLimits::default(), &moq_wire::draft14::CODEC, now);
         sched.subscribe(
             NewSubscription {
                 request_id: 0,

@@ -90,6 +90,7 @@ impl RawPeer {
             forward: true,
             filter: FilterType::LargestObject,
             params: Parameters::default(),
+            fill: None,
         }))
         .await
     }

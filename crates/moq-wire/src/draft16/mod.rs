@@ -61,6 +61,7 @@
 //! [`decode_datagram`], and the encoders beside them. The `extensions` fields of the model's
 //! object headers hold draft-16 blocks (delta-coded types) when used with this module.
 
+mod codec;
 mod codes;
 mod control;
 mod data;
@@ -73,15 +74,14 @@ use crate::message::{
     SubscribeUpdate, UnsubscribeNamespace,
 };
 
+pub use crate::message::{Announcer, RequestKind};
 pub use crate::message::{session_error, setup_param};
+pub use codec::{CODEC, Draft16};
 pub use codes::{
     extension, param, publish_done_code, publish_done_from_draft14, publish_done_to_draft14,
     request_error, request_error_from_draft14, request_error_to_draft14, reset_code,
 };
-pub use control::{
-    Announcer, RequestKind, decode_control, encode_control, message_name, message_type,
-    request_update,
-};
+pub use control::{decode_control, encode_control, message_name, message_type, request_update};
 pub use data::{
     FetchObject, FetchObjectReader, FetchObjectWriter, datagram_type, decode_data_stream_header,
     decode_datagram, decode_subgroup_object, encode_data_stream_header, encode_datagram,

@@ -13,6 +13,7 @@ pub(crate) mod common;
 mod control;
 mod data;
 mod params;
+mod requests;
 
 pub use codes::{
     fetch_error, publish_done_code, publish_error, publish_namespace_error, reset_code,
@@ -20,12 +21,13 @@ pub use codes::{
 };
 pub use common::{FilterType, GroupOrder, Location, NamespacePrefix, TrackNamespace};
 pub use control::{
-    ClientSetup, ControlMessage, Fetch, FetchCancel, FetchError, FetchOk, FetchType, Goaway,
+    ClientSetup, ControlMessage, Fetch, FetchCancel, FetchError, FetchOk, FetchType, Fill, Goaway,
     JoiningFetch, MaxRequestId, Publish, PublishDone, PublishError, PublishNamespace,
     PublishNamespaceCancel, PublishNamespaceDone, PublishNamespaceError, PublishNamespaceOk,
-    PublishOk, RequestsBlocked, ServerSetup, Subscribe, SubscribeError, SubscribeNamespace,
-    SubscribeNamespaceError, SubscribeNamespaceOk, SubscribeOk, SubscribeUpdate, TrackStatus,
-    TrackStatusError, TrackStatusOk, Unsubscribe, UnsubscribeNamespace,
+    PublishOk, Redirect, RequestsBlocked, ServerSetup, Subscribe, SubscribeError,
+    SubscribeNamespace, SubscribeNamespaceError, SubscribeNamespaceOk, SubscribeOk,
+    SubscribeTracks, SubscribeUpdate, SubscribeUpdateOk, TrackStatus, TrackStatusError,
+    TrackStatusOk, Unsubscribe, UnsubscribeNamespace,
 };
 pub use data::{
     DataStreamHeader, DatagramHeader, FetchHeader, FetchObjectHeader, ObjectStatus, SubgroupHeader,
@@ -35,6 +37,7 @@ pub use params::{
     KeyValuePair, Parameters, Value, authorization_token, decode_extensions, encode_extensions,
     param, setup_param,
 };
+pub use requests::{Announcer, Refusal, RequestKind};
 
 /// Most fields a Track Namespace tuple may have (it needs at least one).
 pub const MAX_NAMESPACE_FIELDS: usize = 32;

@@ -26,6 +26,7 @@ pub fn subscribe(filter: FilterType) -> Subscribe {
         forward: true,
         filter,
         params: params(),
+        fill: None,
     }
 }
 

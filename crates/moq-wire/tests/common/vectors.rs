@@ -13,6 +13,7 @@ pub fn subscribe_live_cam(params: Parameters) -> ControlMessage {
         forward: true,
         filter: FilterType::NextGroupStart,
         params,
+        fill: None,
     })
 }
 

@@ -19,6 +19,7 @@ fn subscribe() -> Subscribe {
         forward: true,
         filter: FilterType::LargestObject,
         params: Parameters::new(),
+        fill: None,
     }
 }
 

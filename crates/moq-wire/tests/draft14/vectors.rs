@@ -77,6 +77,7 @@ fn subscribe_absolute_range() {
                 end_group: 20,
             },
             params: Parameters::new().with_int(param::DELIVERY_TIMEOUT, 500),
+            fill: None,
         }),
         "03 00 18              // type SUBSCRIBE, length 24
          02                    // request ID 2

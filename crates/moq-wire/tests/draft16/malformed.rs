@@ -133,6 +133,7 @@ fn repeated_types() {
         forward: true,
         filter: FilterType::LargestObject,
         params: twice,
+        fill: None,
     });
     assert_eq!(invalid(try_encode(&message)), "parameter repeated");
 }
@@ -161,6 +162,7 @@ fn unknown_and_misplaced_parameters() {
             forward: true,
             filter: FilterType::LargestObject,
             params,
+            fill: None,
         })
     };
     for params in [

@@ -84,6 +84,7 @@ fn parameters_are_sorted_on_the_wire() {
         params: Parameters::new()
             .with_int(param::NEW_GROUP_REQUEST, 0)
             .with_int(param::DELIVERY_TIMEOUT, 10),
+        fill: None,
     });
     let ControlMessage::Subscribe(decoded) = decode(&encode(&message)).unwrap().0 else {
         panic!()

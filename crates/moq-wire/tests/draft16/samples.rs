@@ -73,6 +73,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             forward: true,
             filter: FilterType::AbsoluteStart(Location::new(0, 0)),
             params: Parameters::new().with_int(param::NEW_GROUP_REQUEST, 0),
+            fill: None,
         }),
         M::Subscribe(Subscribe {
             forward: false,
@@ -161,6 +162,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             forward: true,
             filter: FilterType::AbsoluteStart(Location::new(0, 0)),
             params: auth(),
+            fill: None,
         }),
         M::TrackStatusOk(status_ok(ids::TRACK_STATUS, Some(Location::new(2, 2)))),
         M::TrackStatusOk(SubscribeOk {

@@ -242,6 +242,7 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
         forward: true,
         filter,
         params: Parameters::new(),
+        fill: None,
     };
     let subscribe_ok = |request_id, track_alias, largest| SubscribeOk {
         request_id,
@@ -314,7 +315,8 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
                         start: Location::new(1_795_000_000, 0),
                         end_group: 1_795_000_100,
                     },
-                )
+                ),
+                fill: None,
             }),
         ),
         (

@@ -18,7 +18,7 @@ use moq_session::{
     parse_namespace,
 };
 use moq_soak::peer::RawPeer;
-use moq_wire::draft14::{ControlMessage, DataStreamHeader, session_error};
+use moq_wire::message::{ControlMessage, DataStreamHeader, session_error};
 use moq_wire::varint;
 
 /// The application error code the connection was closed with, waiting up to `timeout`.
@@ -213,15 +213,16 @@ fn malformed_control_messages_close_only_that_session() {
     let rt = runtime();
     let subscribe = |request_id| {
         let mut bytes = Vec::new();
-        ControlMessage::Subscribe(moq_wire::draft14::Subscribe {
+        ControlMessage::Subscribe(moq_wire::message::Subscribe {
             request_id,
             namespace: live(),
             track_name: b"video".to_vec(),
             subscriber_priority: 1,
-            group_order: moq_wire::draft14::GroupOrder::Publisher,
+            group_order: moq_wire::message::GroupOrder::Publisher,
             forward: true,
-            filter: moq_wire::draft14::FilterType::LargestObject,
-            params: moq_wire::draft14::Parameters::default(),
+            filter: moq_wire::message::FilterType::LargestObject,
+            params: moq_wire::message::Parameters::default(),
+            fill: None,
         })
         .encode(&mut bytes)
         .unwrap();
@@ -277,9 +278,9 @@ fn malformed_control_messages_close_only_that_session() {
     let closed = rt.block_on(async {
         let mut peer = RawPeer::connect(&sender.url()).await.expect("connects");
         peer.setup("/live", 64).await.expect("SETUP");
-        let again = ControlMessage::ClientSetup(moq_wire::draft14::ClientSetup {
+        let again = ControlMessage::ClientSetup(moq_wire::message::ClientSetup {
             versions: vec![moq_wire::draft14::VERSION],
-            params: moq_wire::draft14::Parameters::default(),
+            params: moq_wire::message::Parameters::default(),
         });
         peer.send(&again).await.expect("sent");
         close_code(&peer, Duration::from_secs(15)).await

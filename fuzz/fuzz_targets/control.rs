@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use moq_wire::draft14::{ControlMessage, TrackNamespace};
 use moq_wire::draft16::{self, Announcer, RequestKind};
+use moq_wire::message::{ControlMessage, TrackNamespace};
 
 fn check_draft14(data: &[u8]) {
     let Ok((message, used)) = ControlMessage::decode(data) else {

@@ -1,4 +1,4 @@
-//! Data streams and datagrams: every header decoder of `moq_wire::draft14` and
+//! Data streams and datagrams: every header decoder of `moq_wire::message` (draft-14's form) and
 //! `moq_wire::draft16` on arbitrary bytes never panics, what decodes encodes again to the same
 //! value, and a whole stream (stream header, then object headers with their payloads skipped,
 //! as a receiver reads it) walks without panicking and with object IDs that only increase.
@@ -6,11 +6,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use moq_wire::draft14::{
+use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter};
+use moq_wire::message::{
     DataStreamHeader, DatagramHeader, FetchObjectHeader, ObjectStatus, SubgroupObjectHeader,
     decode_extensions, encode_extensions,
 };
-use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter};
 
 /// Most object headers walked per input, to keep every run short.
 const MAX_OBJECTS: usize = 256;

@@ -177,7 +177,10 @@ impl Receiver {
         if let Some(last) = self.last_stamped_dts {
             assert!(out.dts >= last, "DTS went back: {} < {last}", out.dts);
         } else {
-            assert!(out.discont, "the first stamp after a reset anchors the timeline");
+            assert!(
+                out.discont,
+                "the first stamp after a reset anchors the timeline"
+            );
         }
         assert!(out.pts >= out.dts);
         self.last_stamped_dts = Some(out.dts);
@@ -200,7 +203,11 @@ impl Receiver {
                 self.now
             );
             self.events(None);
-            assert_eq!(self.held, held, "a drop at {t} with no event since {}", self.now);
+            assert_eq!(
+                self.held, held,
+                "a drop at {t} with no event since {}",
+                self.now
+            );
         }
     }
 

@@ -21,8 +21,8 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The namespace a default `Sender` publishes: `live`.
-pub fn live() -> moq_wire::draft14::TrackNamespace {
-    moq_wire::draft14::TrackNamespace(vec![b"live".to_vec()])
+pub fn live() -> moq_wire::message::TrackNamespace {
+    moq_wire::message::TrackNamespace(vec![b"live".to_vec()])
 }
 
 /// Upper bound for any single wait in a test.

@@ -36,6 +36,23 @@ pub enum SessionError {
     GoingAway,
     #[error("refused: {0}")]
     Refused(String),
+    #[error(transparent)]
+    Redirected(Redirected),
+}
+
+/// A request the peer refused with REDIRECT: it could succeed elsewhere. A subscriber
+/// follows it as it follows a relay going away: it connects to `url` (when the peer named
+/// one) and asks for `namespace` / `track` (when named) there.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("redirected{}{}: {reason}",
+    url.as_deref().map(|u| format!(" to {u}")).unwrap_or_default(),
+    target.as_ref().map(|(ns, t)| format!(" for {}/{}", ns.to_path(), String::from_utf8_lossy(t))).unwrap_or_default())]
+pub struct Redirected {
+    /// Where to connect, `None` for the current session's URI.
+    pub url: Option<String>,
+    /// The track to ask for instead, `None` for the same one.
+    pub target: Option<(moq_wire::message::TrackNamespace, Vec<u8>)>,
+    pub reason: String,
 }
 
 impl SessionError {
@@ -48,7 +65,7 @@ impl SessionError {
 
     pub(crate) fn violation(reason: impl Into<String>) -> SessionError {
         SessionError::Protocol {
-            code: moq_wire::draft14::session_error::PROTOCOL_VIOLATION,
+            code: moq_wire::message::session_error::PROTOCOL_VIOLATION,
             reason: reason.into(),
         }
     }
@@ -57,7 +74,7 @@ impl SessionError {
     /// namespace we may not publish), or unreachable by name, TLS or version. Retrying
     /// cannot help.
     pub fn is_refusal(&self) -> bool {
-        use moq_wire::draft14::{publish_namespace_error, session_error};
+        use moq_wire::message::{publish_namespace_error, session_error};
         match self {
             SessionError::Request(refused) => refused.code == publish_namespace_error::UNAUTHORIZED,
             SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {
@@ -78,6 +95,7 @@ impl SessionError {
                 | SessionError::ControlClosed
                 | SessionError::Timeout(_)
                 | SessionError::GoingAway
+                | SessionError::Redirected(_)
         )
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use moq_wire::draft14::{Location, publish_done_code};
+use moq_wire::message::{Location, publish_done_code};
 
 use crate::scheduler::{GroupInfo, Scheduler};
 use crate::track::{Group, TrackShared};
@@ -109,7 +109,7 @@ impl TrackFeed {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
-    use moq_wire::draft14::TrackNamespace;
+    use moq_wire::message::TrackNamespace;
 
     use super::*;
     use crate::scheduler::{Action, NewSubscription, PublishLimits, Transmit};
@@ -142,7 +142,7 @@ mod tests {
         let b = Broadcast::new(TrackNamespace(vec![b"live".to_vec()]));
         let track = b.create_track("video", TrackDelivery::default());
         let now = Instant::now();
-        let mut sched = Scheduler::new(PublishLimits::default(), now);
+        let mut sched = Scheduler::new(PublishLimits::default(), &moq_wire::draft14::CODEC, now);
         sched.subscribe(
             NewSubscription {
                 request_id: 0,

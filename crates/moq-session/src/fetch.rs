@@ -9,16 +9,14 @@
 
 use std::sync::Arc;
 
-use moq_wire::draft14::{
-    self as wire, ControlMessage, FetchHeader, FetchObjectHeader, FetchType, GroupOrder, Location,
-    ObjectStatus, Parameters,
+use moq_wire::message::{
+    self as wire, ControlMessage, DataStreamHeader, FetchHeader, FetchObjectHeader, FetchType,
+    GroupOrder, Location, ObjectStatus, Parameters,
 };
-use moq_wire::draft16;
 use tokio::sync::oneshot;
 
 use crate::session::Inner;
 use crate::track::{Group, TrackShared, lock};
-use crate::version::Version;
 
 /// What a FETCH asks for, resolved to one track: `start` inclusive, `end` one past the last
 /// object wanted, where an `end.object` of 0 asks for all of `end.group` (the draft's form).
@@ -307,10 +305,17 @@ async fn serve(
     let mut stream = ResetOnDrop(Some(stream));
     let send = stream.0.as_mut().ok_or(quinn::WriteError::ClosedStream)?;
     let mut header = Vec::new();
-    FetchHeader { request_id }.encode(&mut header);
+    let fetch_header = DataStreamHeader::Fetch(FetchHeader { request_id });
+    // IDs beyond the draft's integers cannot come from a track: the answer is reset.
+    if inner
+        .codec
+        .encode_stream_header(&fetch_header, &mut header)
+        .is_err()
+    {
+        return Ok(());
+    }
     send.write_all(&header).await?;
-    // Draft-16 codes each object relative to the one before.
-    let mut draft16_writer = draft16::FetchObjectWriter::new();
+    let mut writer = inner.codec.fetch_writer();
     for &(group_id, first, last) in &plan.runs {
         let Some(group) = groups.iter().find(|g| g.id == group_id) else {
             continue;
@@ -327,15 +332,7 @@ async fn serve(
                 payload_len: payload.len() as u64,
                 status: ObjectStatus::Normal,
             };
-            let encoded = match inner.version {
-                Version::Draft14 => {
-                    object.encode(&mut header);
-                    Ok(())
-                }
-                Version::Draft16 => draft16_writer.encode_draft14(&object, &mut header),
-            };
-            // IDs beyond the varint range cannot come from a track: the answer is reset.
-            if encoded.is_err() {
+            if writer.encode(&object, &mut header).is_err() {
                 return Ok(());
             }
             send.write_all(&header).await?;

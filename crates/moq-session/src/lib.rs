@@ -24,6 +24,7 @@ mod fetch;
 mod publish;
 mod rate;
 mod relay;
+mod request_ids;
 pub mod scheduler;
 mod session;
 mod subscribe;
@@ -36,8 +37,8 @@ pub use control::ControlReader;
 pub use endpoint::{
     EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
 };
-pub use error::{RequestError, SessionError};
-pub use moq_wire::draft14::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use error::{Redirected, RequestError, SessionError};
+pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use relay::{RelayEvent, RelayPublisher};
 pub use scheduler::PublishLimits;
 pub use session::{Role, Session, SessionConfig};

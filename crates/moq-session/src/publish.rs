@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use moq_wire::draft14::{
+use moq_wire::message::{
     self as wire, ControlMessage, FilterType, GroupOrder, Location, Parameters,
 };
 use tokio::sync::{Notify, mpsc};
@@ -138,6 +138,14 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             },
             None,
         ),
+        // From the start of a recent group: a decodable join point by construction.
+        FilterType::GroupsBack(back) => (
+            Location {
+                group: largest.map_or(0, |l| l.group.saturating_sub(back)),
+                object: 0,
+            },
+            None,
+        ),
         FilterType::AbsoluteStart(start) => (start, None),
         FilterType::AbsoluteRange { start, end_group } => {
             if end_group < start.group {
@@ -148,6 +156,14 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
                 );
             }
             (start, Some(end_group))
+        }
+        // Subscriptions end on a group boundary here.
+        FilterType::AbsoluteObjectRange { .. } => {
+            lock(&inner.state).stop_serving(msg.request_id);
+            return refuse(
+                wire::subscribe_error::NOT_SUPPORTED,
+                "a subscription that ends inside a group".into(),
+            );
         }
     };
     let alias = inner.allocate_alias();
@@ -251,7 +267,7 @@ async fn run(
     limits: PublishLimits,
 ) {
     let conn = inner.conn.clone();
-    let mut sched = Scheduler::new(limits, Instant::now());
+    let mut sched = Scheduler::new(limits, inner.codec, Instant::now());
     let mut served: BTreeMap<u64, Served> = BTreeMap::new();
     let mut streams: HashMap<StreamKey, quinn::SendStream> = HashMap::new();
     let mut acks: JoinSet<StreamKey> = JoinSet::new();

@@ -40,9 +40,10 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use moq_wire::draft14::{
-    ObjectStatus, SubgroupHeader, SubgroupId, SubgroupObjectHeader, publish_done_code, reset_code,
-    session_error,
+use moq_wire::codec::Codec;
+use moq_wire::message::{
+    DataStreamHeader, ObjectStatus, SubgroupHeader, SubgroupId, SubgroupObjectHeader,
+    publish_done_code, reset_code, session_error,
 };
 
 use crate::rate::RateEstimator;
@@ -241,22 +242,25 @@ impl OutGroup {
             .is_some_and(|w| now.saturating_duration_since(w) >= limit)
     }
 
-    /// The object in progress, or the next one prepared with its headers.
-    fn current_or_next(&self, alias: u64) -> Option<Current> {
+    /// The object in progress, or the next one prepared with its headers in `codec`'s
+    /// form. `None` also for IDs the draft cannot carry, which no track produces.
+    fn current_or_next(&self, alias: u64, codec: &dyn Codec) -> Option<Current> {
         if let Some(current) = &self.current {
             return Some(current.clone());
         }
         let mut header = Vec::with_capacity(32);
         if !self.header_sent {
-            SubgroupHeader {
+            let stream_header = DataStreamHeader::Subgroup(SubgroupHeader {
                 track_alias: alias,
                 group_id: self.info.id,
                 subgroup_id: SubgroupId::Zero,
                 publisher_priority: self.info.priority.publisher,
                 extensions_present: false,
                 contains_end_of_group: true,
-            }
-            .encode(&mut header);
+            });
+            codec
+                .encode_stream_header(&stream_header, &mut header)
+                .ok()?;
         }
         if self.empty {
             return (!self.header_sent).then(|| Current {
@@ -271,13 +275,15 @@ impl OutGroup {
         let delta = self
             .previous
             .map_or(next.id, |p| next.id.saturating_sub(p.saturating_add(1)));
-        SubgroupObjectHeader {
+        let object = SubgroupObjectHeader {
             object_id_delta: delta,
             extensions: Vec::new(),
             payload_len: next.payload.len() as u64,
             status: ObjectStatus::Normal,
-        }
-        .encode(false, &mut header);
+        };
+        codec
+            .encode_subgroup_object(&object, false, &mut header)
+            .ok()?;
         Some(Current {
             id: next.id,
             written: Some(next.written),
@@ -343,6 +349,8 @@ impl Sub {
 #[derive(Debug)]
 pub struct Scheduler {
     limits: PublishLimits,
+    /// The session's draft, which the stream and object headers are written in.
+    codec: &'static dyn Codec,
     subs: BTreeMap<u64, Sub>,
     ready: BTreeSet<ReadyKey>,
     actions: VecDeque<Action>,
@@ -357,9 +365,10 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(limits: PublishLimits, now: Instant) -> Scheduler {
+    pub fn new(limits: PublishLimits, codec: &'static dyn Codec, now: Instant) -> Scheduler {
         Scheduler {
             limits,
+            codec,
             subs: BTreeMap::new(),
             ready: BTreeSet::new(),
             actions: VecDeque::from([Action::SetSendWindow(INITIAL_SEND_WINDOW)]),
@@ -479,7 +488,7 @@ impl Scheduler {
                 priority: g.info.priority.quinn(),
             });
         }
-        let current = g.current_or_next(sub.alias)?;
+        let current = g.current_or_next(sub.alias, self.codec)?;
         Some(Transmit::Write {
             key,
             chunks: current.remaining(),
@@ -507,12 +516,13 @@ impl Scheduler {
             return;
         };
         let alias = sub.alias;
+        let codec = self.codec;
         let counters = sub.counters.clone();
         let Some(g) = sub.groups.get_mut(&key.group) else {
             return;
         };
         if g.current.is_none() {
-            let Some(next) = g.current_or_next(alias) else {
+            let Some(next) = g.current_or_next(alias, codec) else {
                 return;
             };
             if !g.empty {

@@ -5,19 +5,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use moq_wire::draft14::{
-    self as wire, ClientSetup, ControlMessage, Location, MaxRequestId, Parameters, ServerSetup,
-    session_error, setup_param,
+use moq_wire::codec::{Codec as WireCodec, Requests};
+use moq_wire::message::{
+    self as wire, Announcer, ClientSetup, ControlMessage, Location, MaxRequestId, Parameters,
+    RequestKind, ServerSetup, session_error, setup_param,
 };
-use moq_wire::draft16;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::congestion::{CongestionControl, SharedEstimator, estimator_of};
-use crate::control::{self, Codec, ControlReader, RequestBook};
+use crate::control::{self, Codec, Established, Inbound, Outbound};
 use crate::error::{RequestError, SessionError};
 use crate::estimate::PathEstimate;
 use crate::fetch;
 use crate::publish::{self, Publisher};
+use crate::request_ids::{Grants, PeerRequestIds};
 use crate::scheduler::PublishLimits;
 use crate::subscribe::{self, Outgoing};
 use crate::track::{Broadcast, TrackShared, lock};
@@ -33,14 +34,16 @@ const GRANT_BATCH: u64 = 4;
 const CONTROL_QUEUE: usize = 256;
 /// Room kept free for the replies to one incoming message.
 const REPLY_HEADROOM: usize = 8;
+/// Control messages read (on any stream) and not yet handled.
+const INBOUND_QUEUE: usize = 64;
 /// How long the peer may leave our replies unread before the session is closed.
 const CONTROL_STALL: Duration = Duration::from_secs(10);
 /// How long the peer has to complete the SETUP exchange.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request waits for its reply.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Namespaces the peer announced that are remembered for draft-16's PUBLISH_NAMESPACE_DONE;
-/// older ones are forgotten (a DONE for them is then a protocol error).
+/// Namespaces the peer announced that are remembered for the drafts that name them by
+/// request ID; older ones are forgotten (a DONE for them is then a protocol error).
 const PEER_NAMESPACES: usize = 1024;
 
 /// Who opened the connection: request IDs are even for the client, odd for the server.
@@ -99,11 +102,7 @@ pub(crate) struct State {
     namespace_replies: HashMap<u64, oneshot::Sender<Result<(), RequestError>>>,
     goaway: bool,
     // Requests the peer makes.
-    next_peer_request_id: u64,
-    /// Request IDs below this are allowed (the last MAX_REQUEST_ID we sent, or SETUP's).
-    granted_request_id: u64,
-    /// Requests of the peer completed, each freeing room for one more.
-    completed_requests: u64,
+    peer_ids: PeerRequestIds,
     /// Subscriptions of the peer being served: request ID → track name.
     served: HashMap<u64, Vec<u8>>,
     /// Served subscriptions a joining FETCH may name (filter Largest Object): their track
@@ -111,8 +110,8 @@ pub(crate) struct State {
     joinable: HashMap<u64, (Arc<TrackShared>, Option<Location>)>,
     /// FETCHes being answered: request ID → what cancels the answer.
     pub fetches: HashMap<u64, oneshot::Sender<()>>,
-    /// Namespaces announced by us and by the peer, by request ID (draft-16 names them by
-    /// ID only in PUBLISH_NAMESPACE_DONE / _CANCEL). The peer's are capped.
+    /// Namespaces announced by us and by the peer, by request ID (drafts from 16 on name
+    /// them by ID only). The peer's are capped.
     our_namespaces: HashMap<u64, wire::TrackNamespace>,
     peer_namespaces: BTreeMap<u64, wire::TrackNamespace>,
     next_alias: u64,
@@ -159,11 +158,13 @@ pub(crate) struct Inner {
     pub conn: quinn::Connection,
     pub role: Role,
     pub version: Version,
+    /// The draft's wire form.
+    pub codec: &'static dyn WireCodec,
     pub publish: Option<Broadcast>,
     /// The scheduler serving the peer's subscriptions, when we publish.
     pub publisher: OnceLock<Publisher>,
     pub state: Mutex<State>,
-    control: mpsc::Sender<ControlMessage>,
+    control: mpsc::Sender<Outbound>,
     /// Bumped whenever a track alias is registered or MAX_REQUEST_ID grows.
     pub changed: watch::Sender<u64>,
     /// Bytes of received objects held between QUIC and their consumer (see `subscribe`).
@@ -176,7 +177,7 @@ impl Inner {
     /// Queues a control message. Never waits: a peer that lets the queue fill up is not
     /// reading its control stream, and the session is closed.
     pub fn send(&self, msg: ControlMessage) {
-        match self.control.try_send(msg) {
+        match self.control.try_send(Outbound::Message(msg)) {
             Ok(()) => {}
             // The writer only stops when the connection is gone; nothing left to tell then.
             Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -259,51 +260,18 @@ impl Inner {
         }
     }
 
-    /// Checks a new request from the peer against the IDs granted so far.
-    fn accept_request_id(&self, id: u64) -> Result<(), SessionError> {
-        let mut state = lock(&self.state);
-        // Draft-16 requests also travel on streams of their own (SUBSCRIBE_NAMESPACE), which
-        // we refuse unread: an ID may skip theirs. Draft-14 requests all come in order.
-        let skipped = id
-            .checked_sub(state.next_peer_request_id)
-            .filter(|gap| gap % 2 == 0 && self.version == Version::Draft16)
-            .map(|gap| gap / 2);
-        let Some(skipped) = skipped.or((id == state.next_peer_request_id).then_some(0)) else {
-            return Err(SessionError::Protocol {
-                code: session_error::INVALID_REQUEST_ID,
-                reason: format!("request ID {id}, expected {}", state.next_peer_request_id),
-            });
-        };
-        if id >= state.granted_request_id {
-            return Err(SessionError::Protocol {
-                code: session_error::TOO_MANY_REQUESTS,
-                reason: format!(
-                    "request ID {id} beyond the granted {}",
-                    state.granted_request_id
-                ),
-            });
-        }
-        state.next_peer_request_id = id + 2;
-        drop(state);
-        // The requests on refused streams are over.
-        for _ in 0..skipped {
-            self.request_completed();
-        }
-        Ok(())
+    /// Checks a new request from the peer against the IDs granted so far; `ordered`: it
+    /// came on the control stream.
+    fn accept_request_id(&self, id: u64, ordered: bool) -> Result<(), SessionError> {
+        lock(&self.state).peer_ids.accept(id, ordered)
     }
 
     /// A request of the peer is complete (refused, answered, or its subscription over):
     /// room for another one, granted with MAX_REQUEST_ID in batches.
     pub fn request_completed(&self) {
-        let mut state = lock(&self.state);
-        state.completed_requests += 1;
-        let granted = 2 * (REQUEST_WINDOW + state.completed_requests);
-        if granted >= state.granted_request_id + 2 * GRANT_BATCH {
-            state.granted_request_id = granted;
-            drop(state);
-            self.send(ControlMessage::MaxRequestId(MaxRequestId {
-                request_id: granted,
-            }));
+        let grant = lock(&self.state).peer_ids.completed();
+        if let Some(request_id) = grant {
+            self.send(ControlMessage::MaxRequestId(MaxRequestId { request_id }));
         }
     }
 
@@ -315,12 +283,12 @@ impl Inner {
     }
 }
 
-/// The session's requests as the control codec looks them up. Weak: the codec lives in
-/// the control tasks, which must not keep the session (and its connection) alive.
+/// The session's requests as the codec looks them up. Weak: the codec lives in the control
+/// tasks, which must not keep the session (and its connection) alive.
 struct SessionBook(Weak<Inner>);
 
-impl RequestBook for SessionBook {
-    fn kind_of(&self, request_id: u64) -> Option<draft16::RequestKind> {
+impl Requests for SessionBook {
+    fn kind_of(&self, request_id: u64) -> Option<RequestKind> {
         self.0.upgrade()?.kind_of(request_id)
     }
 
@@ -328,24 +296,20 @@ impl RequestBook for SessionBook {
         self.0.upgrade()?.namespace_of(request_id)
     }
 
-    fn request_id_of(
-        &self,
-        namespace: &wire::TrackNamespace,
-        announcer: draft16::Announcer,
-    ) -> Option<u64> {
+    fn request_id_of(&self, namespace: &wire::TrackNamespace, announcer: Announcer) -> Option<u64> {
         self.0.upgrade()?.request_id_of(namespace, announcer)
     }
 }
 
 impl Inner {
-    fn kind_of(&self, request_id: u64) -> Option<draft16::RequestKind> {
+    fn kind_of(&self, request_id: u64) -> Option<RequestKind> {
         let state = lock(&self.state);
         if state.our_namespaces.contains_key(&request_id) {
-            Some(draft16::RequestKind::PublishNamespace)
+            Some(RequestKind::PublishNamespace)
         } else if state.was_requested(request_id) && request_id % 2 == self.role.first_request_id()
         {
             // We make no other kind of request.
-            Some(draft16::RequestKind::Subscribe)
+            Some(RequestKind::Subscribe)
         } else {
             None
         }
@@ -360,15 +324,11 @@ impl Inner {
             .cloned()
     }
 
-    fn request_id_of(
-        &self,
-        namespace: &wire::TrackNamespace,
-        announcer: draft16::Announcer,
-    ) -> Option<u64> {
+    fn request_id_of(&self, namespace: &wire::TrackNamespace, announcer: Announcer) -> Option<u64> {
         let state = lock(&self.state);
         let mut by_id: Box<dyn Iterator<Item = (&u64, &wire::TrackNamespace)>> = match announcer {
-            draft16::Announcer::Local => Box::new(state.our_namespaces.iter()),
-            draft16::Announcer::Peer => Box::new(state.peer_namespaces.iter()),
+            Announcer::Local => Box::new(state.our_namespaces.iter()),
+            Announcer::Peer => Box::new(state.peer_namespaces.iter()),
         };
         by_id.find(|(_, ns)| *ns == namespace).map(|(id, _)| *id)
     }
@@ -406,43 +366,37 @@ impl Session {
             .transpose()
             .map_err(|e| SessionError::violation(format!("authorization token: {e}")))?;
         let version = negotiated_version(&conn)?;
-        let codec = Codec::setup(version);
+        let codec = version.codec();
+        let peer_ids = peer_request_ids(Role::Client, codec);
+        let mut params = setup_params(&peer_ids);
+        if let Some(path) = &path {
+            params = params.with_bytes(setup_param::PATH, path.as_bytes().to_vec());
+        }
+        if let Some(token) = token {
+            params = params.with_bytes(setup_param::AUTHORIZATION_TOKEN, token);
+        }
+        let hello = ControlMessage::ClientSetup(ClientSetup {
+            versions: vec![codec.version()],
+            params,
+        });
         let control = conn.clone();
         let setup = async move {
-            let (mut send, recv) = control.open_bi().await?;
-            let mut params = Parameters::default()
-                .with_int(setup_param::MAX_REQUEST_ID, 2 * REQUEST_WINDOW)
-                .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation());
-            if let Some(path) = &path {
-                params = params.with_bytes(setup_param::PATH, path.as_bytes().to_vec());
-            }
-            if let Some(token) = token {
-                params = params.with_bytes(setup_param::AUTHORIZATION_TOKEN, token);
-            }
-            let hello = ControlMessage::ClientSetup(ClientSetup {
-                versions: vec![version.code()],
-                params,
-            });
-            control::write(&mut send, &codec, &hello).await?;
-            let mut reader = ControlReader::with_codec(recv, codec);
-            match reader.read().await? {
-                ControlMessage::ServerSetup(reply) if reply.version == version.code() => {
-                    let max = reply
-                        .params
-                        .get_int(setup_param::MAX_REQUEST_ID)
-                        .unwrap_or(0);
-                    Ok((send, reader, max))
+            let established = control::client_setup(&control, &Codec::setup(codec), &hello).await?;
+            match &established.peer_setup {
+                ControlMessage::ServerSetup(reply) if reply.version == codec.version() => {
+                    let max = peer_max_request_id(codec, &reply.params);
+                    Ok((established, max))
                 }
                 ControlMessage::ServerSetup(_) => Err(SessionError::VersionNegotiation {
-                    ours: version.code(),
+                    ours: codec.version(),
                 }),
                 other => Err(SessionError::violation(format!(
                     "expected SERVER_SETUP, got {}",
-                    other.name()
+                    codec.message_name(other)
                 ))),
             }
         };
-        Self::establish(conn, Role::Client, version, config, setup).await
+        Self::establish(conn, Role::Client, version, peer_ids, config, setup).await
     }
 
     /// Runs the server side of SETUP on an accepted connection.
@@ -451,49 +405,48 @@ impl Session {
         config: SessionConfig,
     ) -> Result<Session, SessionError> {
         let version = negotiated_version(&conn)?;
-        let codec = Codec::setup(version);
+        let codec = version.codec();
+        let peer_ids = peer_request_ids(Role::Server, codec);
+        let params = setup_params(&peer_ids);
         let control = conn.clone();
         let setup = async move {
-            let (mut send, recv) = control.accept_bi().await?;
-            let mut reader = ControlReader::with_codec(recv, codec.clone());
-            let hello = match reader.read().await? {
-                ControlMessage::ClientSetup(hello) => hello,
-                other => {
-                    return Err(SessionError::violation(format!(
-                        "expected CLIENT_SETUP, got {}",
-                        other.name()
-                    )));
+            let mut max = 0;
+            let established = control::server_setup(&control, &Codec::setup(codec), |hello| {
+                let hello = match hello {
+                    ControlMessage::ClientSetup(hello) => hello,
+                    other => {
+                        return Err(SessionError::violation(format!(
+                            "expected CLIENT_SETUP, got {}",
+                            codec.message_name(other)
+                        )));
+                    }
+                };
+                if !hello.versions.contains(&codec.version()) {
+                    return Err(SessionError::VersionNegotiation {
+                        ours: codec.version(),
+                    });
                 }
-            };
-            if !hello.versions.contains(&version.code()) {
-                return Err(SessionError::VersionNegotiation {
-                    ours: version.code(),
-                });
-            }
-            let reply = ControlMessage::ServerSetup(ServerSetup {
-                version: version.code(),
-                params: Parameters::default()
-                    .with_int(setup_param::MAX_REQUEST_ID, 2 * REQUEST_WINDOW)
-                    .with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation()),
-            });
-            control::write(&mut send, &codec, &reply).await?;
-            let max = hello
-                .params
-                .get_int(setup_param::MAX_REQUEST_ID)
-                .unwrap_or(0);
-            Ok((send, reader, max))
+                max = peer_max_request_id(codec, &hello.params);
+                Ok(ControlMessage::ServerSetup(ServerSetup {
+                    version: codec.version(),
+                    params,
+                }))
+            })
+            .await?;
+            Ok((established, max))
         };
-        Self::establish(conn, Role::Server, version, config, setup).await
+        Self::establish(conn, Role::Server, version, peer_ids, config, setup).await
     }
 
     async fn establish(
         conn: quinn::Connection,
         role: Role,
         version: Version,
+        peer_ids: PeerRequestIds,
         config: SessionConfig,
-        setup: impl Future<Output = Result<(quinn::SendStream, ControlReader, u64), SessionError>>,
+        setup: impl Future<Output = Result<(Established, u64), SessionError>>,
     ) -> Result<Session, SessionError> {
-        let (send, mut reader, peer_max) = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
+        let (established, peer_max) = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
             Ok(Ok(parts)) => parts,
             Ok(Err(err)) => {
                 close_connection(&conn, &err);
@@ -505,11 +458,15 @@ impl Session {
                 return Err(err);
             }
         };
+        let Established {
+            send, mut reader, ..
+        } = established;
         let (control_tx, control_rx) = mpsc::channel(CONTROL_QUEUE);
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             role,
             version,
+            codec: version.codec(),
             publish: config.publish,
             publisher: OnceLock::new(),
             state: Mutex::new(State {
@@ -519,9 +476,7 @@ impl Session {
                 aliases: HashMap::new(),
                 namespace_replies: HashMap::new(),
                 goaway: false,
-                next_peer_request_id: role.peer().first_request_id(),
-                granted_request_id: 2 * REQUEST_WINDOW,
-                completed_requests: 0,
+                peer_ids,
                 served: HashMap::new(),
                 joinable: HashMap::new(),
                 fetches: HashMap::new(),
@@ -529,7 +484,7 @@ impl Session {
                 peer_namespaces: BTreeMap::new(),
                 next_alias: 0,
             }),
-            control: control_tx,
+            control: control_tx.clone(),
             changed: watch::channel(0).0,
             receive_budget: Arc::new(Semaphore::new(subscribe::RECEIVE_BUDGET)),
             estimator: estimator_of(&conn),
@@ -537,12 +492,34 @@ impl Session {
         if inner.publish.is_some() {
             let _ = inner.publisher.set(Publisher::start(&inner, config.limits));
         }
-        let codec = Codec::with_book(version, Arc::new(SessionBook(Arc::downgrade(&inner))));
+        let codec = Codec {
+            wire: version.codec(),
+            book: Arc::new(SessionBook(Arc::downgrade(&inner))),
+        };
         reader.set_codec(codec.clone());
-        tokio::spawn(write_control(conn.clone(), send, codec, control_rx));
-        tokio::spawn(run(inner.clone(), reader));
+        let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE);
+        let writer = control::write_control(
+            conn.clone(),
+            send,
+            codec.clone(),
+            control_rx,
+            inbound_tx.clone(),
+        );
+        let closer = conn.clone();
+        tokio::spawn(async move {
+            if let Err(err) = writer.await {
+                close_connection(&closer, &err);
+            }
+        });
+        tokio::spawn(control::read_control(reader, inbound_tx.clone()));
+        tokio::spawn(control::accept_request_streams(
+            conn.clone(),
+            codec,
+            control_tx,
+            inbound_tx,
+        ));
+        tokio::spawn(run(inner.clone(), inbound_rx));
         tokio::spawn(subscribe::accept_data_streams(inner.clone()));
-        tokio::spawn(refuse_extra_bidi_streams(inner.clone()));
         Ok(Session {
             _closer: Arc::new(CloseOnDrop(inner.conn.clone())),
             inner,
@@ -627,6 +604,44 @@ fn implementation() -> Vec<u8> {
     format!("moqsink-moqsrc/{}", env!("CARGO_PKG_VERSION")).into_bytes()
 }
 
+/// What the peer may use for its requests: a window of Request IDs granted with
+/// MAX_REQUEST_ID where the draft has it.
+fn peer_request_ids(role: Role, codec: &dyn WireCodec) -> PeerRequestIds {
+    let grants = if codec.grants_request_ids() {
+        Grants::Window {
+            window: REQUEST_WINDOW,
+            batch: GRANT_BATCH,
+        }
+    } else {
+        Grants::Unlimited
+    };
+    PeerRequestIds::new(
+        role.peer().first_request_id(),
+        grants,
+        !codec.has_request_streams(),
+    )
+}
+
+/// The setup parameters both sides send: our implementation, and the Request IDs we grant.
+fn setup_params(peer_ids: &PeerRequestIds) -> Parameters {
+    let params =
+        Parameters::default().with_bytes(setup_param::MOQT_IMPLEMENTATION, implementation());
+    match peer_ids.initial_grant() {
+        Some(grant) => params.with_int(setup_param::MAX_REQUEST_ID, grant),
+        None => params,
+    }
+}
+
+/// The Request IDs the peer's setup grants us: its MAX_REQUEST_ID (0 when absent), or every
+/// one on a draft without grants.
+fn peer_max_request_id(codec: &dyn WireCodec, params: &Parameters) -> u64 {
+    if codec.grants_request_ids() {
+        params.get_int(setup_param::MAX_REQUEST_ID).unwrap_or(0)
+    } else {
+        u64::MAX
+    }
+}
+
 fn close_connection(conn: &quinn::Connection, err: &SessionError) {
     let code = match err {
         SessionError::Protocol { code, .. } => *code,
@@ -639,38 +654,6 @@ fn close_connection(conn: &quinn::Connection, err: &SessionError) {
     );
 }
 
-async fn write_control(
-    conn: quinn::Connection,
-    mut send: quinn::SendStream,
-    codec: Codec,
-    mut rx: mpsc::Receiver<ControlMessage>,
-) {
-    // Control messages go before any object data.
-    let _ = send.set_priority(i32::MAX);
-    while let Some(msg) = rx.recv().await {
-        if let Err(err) = control::write(&mut send, &codec, &msg).await {
-            close_connection(&conn, &err);
-            return;
-        }
-    }
-}
-
-/// Draft-14 allows one bidirectional stream per session: the control stream. Draft-16
-/// opens one per SUBSCRIBE_NAMESPACE (moq-relay sends one to every session that may
-/// publish); we subscribe and publish by name only, so each is refused by resetting it,
-/// which its sender takes as "not supported".
-async fn refuse_extra_bidi_streams(inner: Arc<Inner>) {
-    while let Ok((mut send, mut recv)) = inner.conn.accept_bi().await {
-        if inner.version == Version::Draft14 {
-            inner.close(&SessionError::violation("a second bidirectional stream"));
-            return;
-        }
-        let not_supported = quinn::VarInt::from_u32(draft16::reset_code::INTERNAL_ERROR as u32);
-        let _ = send.reset(not_supported);
-        let _ = recv.stop(not_supported);
-    }
-}
-
 /// The draft the connection's ALPN chose.
 fn negotiated_version(conn: &quinn::Connection) -> Result<Version, SessionError> {
     version::negotiated(conn).ok_or_else(|| SessionError::Protocol {
@@ -679,12 +662,13 @@ fn negotiated_version(conn: &quinn::Connection) -> Result<Version, SessionError>
     })
 }
 
-async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
+async fn run(inner: Arc<Inner>, mut inbound: mpsc::Receiver<Result<Inbound, SessionError>>) {
     let result = async {
         loop {
-            let msg = reader.read().await?;
+            let Inbound { msg, ordered } =
+                inbound.recv().await.ok_or(SessionError::ControlClosed)??;
             inner.room_for_replies().await?;
-            handle(&inner, msg)?;
+            handle(&inner, msg, ordered)?;
         }
     }
     .await;
@@ -704,7 +688,7 @@ async fn run(inner: Arc<Inner>, mut reader: ControlReader) {
     subscribe::session_closed(&inner);
 }
 
-fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
+fn handle(inner: &Arc<Inner>, msg: ControlMessage, ordered: bool) -> Result<(), SessionError> {
     use ControlMessage as M;
     match msg {
         M::ClientSetup(_) | M::ServerSetup(_) => {
@@ -731,31 +715,26 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         M::RequestsBlocked(_) => {}
         // The peer subscribing to us.
         M::Subscribe(m) => {
-            inner.accept_request_id(m.request_id)?;
+            inner.accept_request_id(m.request_id, ordered)?;
             publish::subscribe(inner, m);
         }
         M::SubscribeUpdate(m) => {
-            inner.accept_request_id(m.request_id)?;
-            // A subscriber that wants a new group (draft-16 NEW_GROUP_REQUEST) gets a
-            // keyframe request upstream, as a new subscriber does.
-            if m.params
-                .get_int(draft16::param::NEW_GROUP_REQUEST)
-                .is_some()
-            {
+            inner.accept_request_id(m.request_id, ordered)?;
+            // A subscriber that wants a new group (NEW_GROUP_REQUEST) gets a keyframe
+            // request upstream, as a new subscriber does.
+            if m.params.get_int(wire::param::NEW_GROUP_REQUEST).is_some() {
                 publish::new_group_requested(inner, m.subscription_request_id);
             }
-            // Draft-16 answers every REQUEST_UPDATE with REQUEST_OK (any *_OK of the
-            // model with only a request ID encodes as one); draft-14 has no reply.
-            if inner.version == Version::Draft16 {
-                inner.send(M::PublishNamespaceOk(wire::PublishNamespaceOk {
-                    request_id: m.request_id,
-                }));
-            }
+            // What the draft answers an update with, if anything.
+            inner.send(M::SubscribeUpdateOk(wire::SubscribeUpdateOk {
+                request_id: m.request_id,
+                subscription_request_id: m.subscription_request_id,
+            }));
             inner.request_completed();
         }
         M::Unsubscribe(m) => publish::unsubscribe(inner, m.request_id),
         M::Fetch(m) => {
-            inner.accept_request_id(m.request_id)?;
+            inner.accept_request_id(m.request_id, ordered)?;
             let joined = match &m.fetch_type {
                 wire::FetchType::RelativeJoining(j) | wire::FetchType::AbsoluteJoining(j) => {
                     lock(&inner.state)
@@ -772,7 +751,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
             lock(&inner.state).fetches.remove(&m.request_id);
         }
         M::TrackStatus(m) => {
-            inner.accept_request_id(m.request_id)?;
+            inner.accept_request_id(m.request_id, ordered)?;
             inner.send(M::TrackStatusError(wire::TrackStatusError {
                 request_id: m.request_id,
                 code: wire::subscribe_error::NOT_SUPPORTED,
@@ -780,8 +759,8 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
             }));
             inner.request_completed();
         }
-        M::SubscribeNamespace(m) => {
-            inner.accept_request_id(m.request_id)?;
+        M::SubscribeNamespace(m) | M::SubscribeTracks(m) => {
+            inner.accept_request_id(m.request_id, ordered)?;
             inner.send(M::SubscribeNamespaceError(wire::SubscribeNamespaceError {
                 request_id: m.request_id,
                 code: wire::subscribe_namespace_error::NOT_SUPPORTED,
@@ -793,7 +772,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         // Relays announce what they carry to every session; acknowledging is harmless (we
         // subscribe by name) and stops them re-announcing, which a refusal would not.
         M::PublishNamespace(m) => {
-            inner.accept_request_id(m.request_id)?;
+            inner.accept_request_id(m.request_id, ordered)?;
             {
                 let mut state = lock(&inner.state);
                 state
@@ -810,7 +789,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         }
         M::PublishNamespaceDone(_) => {}
         M::Publish(m) => {
-            inner.accept_request_id(m.request_id)?;
+            inner.accept_request_id(m.request_id, ordered)?;
             inner.send(M::PublishError(wire::PublishError {
                 request_id: m.request_id,
                 code: wire::publish_error::NOT_SUPPORTED,
@@ -832,7 +811,25 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
                 reason: m.reason,
             }),
         ),
-        M::PublishNamespaceCancel(_) => {}
+        M::PublishNamespaceCancel(m) => {
+            let refused = lock(&inner.state)
+                .our_namespaces
+                .iter()
+                .find(|(_, ns)| **ns == m.namespace)
+                .map(|(id, _)| *id);
+            if let Some(request_id) = refused {
+                reply_namespace(
+                    inner,
+                    request_id,
+                    Err(RequestError {
+                        what: "PUBLISH_NAMESPACE",
+                        code: m.code,
+                        reason: m.reason,
+                    }),
+                );
+            }
+        }
+        M::Redirect(m) => subscribe::redirect(inner, m),
         M::PublishOk(_)
         | M::PublishError(_)
         | M::FetchOk(_)
@@ -840,10 +837,11 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage) -> Result<(), SessionError> {
         | M::TrackStatusOk(_)
         | M::TrackStatusError(_)
         | M::SubscribeNamespaceOk(_)
-        | M::SubscribeNamespaceError(_) => {
+        | M::SubscribeNamespaceError(_)
+        | M::SubscribeUpdateOk(_) => {
             return Err(SessionError::violation(format!(
                 "{} answers a request never made",
-                msg.name()
+                inner.codec.message_name(&msg)
             )));
         }
     }

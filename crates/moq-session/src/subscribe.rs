@@ -11,17 +11,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use moq_wire::draft14::{
+use moq_wire::codec::{Codec, DEFAULT_PUBLISHER_PRIORITY};
+use moq_wire::message::{
     self as wire, ControlMessage, DataStreamHeader, FilterType, GroupOrder, Location, ObjectStatus,
-    Parameters, SubgroupObjectHeader, TrackNamespace, session_error,
+    Parameters, TrackNamespace, session_error,
 };
-use moq_wire::draft16;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
-use crate::error::{RequestError, SessionError};
+use crate::error::{Redirected, RequestError, SessionError};
 use crate::session::{Inner, REPLY_TIMEOUT, Session};
 use crate::track::lock;
-use crate::version::Version;
 
 /// How long a data stream may wait for the SUBSCRIBE_OK that names its track alias.
 const ALIAS_WAIT: Duration = Duration::from_secs(2);
@@ -98,7 +97,7 @@ pub(crate) struct Outgoing {
     events: mpsc::Sender<TrackEvent>,
     /// Groups below this are no longer wanted: their streams get STOP_SENDING.
     stop_before: watch::Sender<u64>,
-    reply: Option<oneshot::Sender<Result<wire::SubscribeOk, RequestError>>>,
+    reply: Option<oneshot::Sender<Result<wire::SubscribeOk, SessionError>>>,
     streams_open: u64,
     streams_done: u64,
     done: Option<(u64, u64, String)>,
@@ -196,6 +195,7 @@ impl Session {
                     forward: true,
                     filter: options.filter,
                     params: Parameters::default(),
+                    fill: None,
                 })
             })
             .await?;
@@ -212,7 +212,7 @@ impl Session {
             Ok(Ok(Err(refused))) => {
                 // The publisher already forgot it: no UNSUBSCRIBE.
                 lock(&inner.state).outgoing.remove(&request_id);
-                return Err(refused.into());
+                return Err(refused);
             }
             Ok(Err(_)) => return Err(self.close_reason().unwrap_or(SessionError::ControlClosed)),
             Err(_) => return Err(SessionError::Timeout("waiting for SUBSCRIBE_OK")),
@@ -267,7 +267,25 @@ pub(crate) fn subscribe_error(inner: &Inner, msg: wire::SubscribeError) {
             what: "SUBSCRIBE",
             code: msg.code,
             reason: msg.reason,
-        }));
+        }
+        .into()));
+    }
+}
+
+/// The peer refused one of our SUBSCRIBEs with REDIRECT.
+pub(crate) fn redirect(inner: &Inner, msg: wire::Redirect) {
+    let mut state = lock(&inner.state);
+    if let Some(reply) = state
+        .outgoing
+        .get_mut(&msg.request_id)
+        .and_then(|o| o.reply.take())
+    {
+        state.outgoing.remove(&msg.request_id);
+        let _ = reply.send(Err(SessionError::Redirected(Redirected {
+            url: (!msg.connect_uri.is_empty()).then_some(msg.connect_uri),
+            target: msg.target,
+            reason: msg.reason,
+        })));
     }
 }
 
@@ -465,16 +483,11 @@ impl StreamReader {
 
 async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
     let mut reader = StreamReader::new(recv, inner.receive_budget.clone());
-    let version = inner.version;
+    let codec = inner.codec;
     let header = match reader
-        .next(|buf| match version {
-            Version::Draft14 => DataStreamHeader::decode(buf),
-            // A subgroup that leaves its priority out has the track's default; we announce
-            // none and read none.
-            Version::Draft16 => {
-                draft16::decode_data_stream_header(buf, &|_| draft16::DEFAULT_PUBLISHER_PRIORITY)
-            }
-        })
+        // A subgroup that leaves its priority out has the track's default; the tracks we
+        // subscribe to announce none that we read.
+        .next(|buf| codec.decode_stream_header(buf, &|_| DEFAULT_PUBLISHER_PRIORITY))
         .await
     {
         Ok(Some(DataStreamHeader::Subgroup(h))) => h,
@@ -490,7 +503,7 @@ async fn read_data_stream(inner: Arc<Inner>, recv: quinn::RecvStream) {
     };
     let group = header.group_id;
     let end = tokio::select! {
-        end = read_objects(&mut reader, version, &header, &events) => end,
+        end = read_objects(&mut reader, codec, &header, &events) => end,
         _ = stop_before.wait_for(|g| group < *g) => {
             let _ = reader.recv.stop(quinn::VarInt::from_u64(wire::reset_code::CANCELLED).unwrap_or_default());
             StreamEnd::Reset
@@ -540,7 +553,7 @@ async fn claim_stream(
 
 async fn read_objects(
     reader: &mut StreamReader,
-    version: Version,
+    codec: &dyn Codec,
     header: &wire::SubgroupHeader,
     events: &mpsc::Sender<TrackEvent>,
 ) -> StreamEnd {
@@ -548,10 +561,7 @@ async fn read_objects(
     let extensions = header.extensions_present;
     loop {
         let object = match reader
-            .next(|buf| match version {
-                Version::Draft14 => SubgroupObjectHeader::decode(buf, extensions),
-                Version::Draft16 => draft16::decode_subgroup_object(buf, extensions),
-            })
+            .next(|buf| codec.decode_subgroup_object(buf, extensions))
             .await
         {
             Ok(Some(o)) => o,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use moq_wire::draft14::{GroupOrder, Location, TrackNamespace};
+use moq_wire::message::{GroupOrder, Location, TrackNamespace};
 use tokio::sync::{Notify, watch};
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical

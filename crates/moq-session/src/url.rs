@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use moq_wire::draft14::{MAX_NAMESPACE_FIELDS, TrackNamespace};
+use moq_wire::message::{MAX_NAMESPACE_FIELDS, TrackNamespace};
 use thiserror::Error;
 
 /// The port of a `moqt://` URL that gives none.

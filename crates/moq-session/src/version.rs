@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use moq_wire::codec::Codec;
 use moq_wire::{draft14, draft16};
 
 /// A draft of MoQ Transport.
@@ -20,11 +21,16 @@ impl Version {
     /// Every draft spoken here, newest first.
     pub const ALL: [Version; 2] = [Version::Draft16, Version::Draft14];
 
-    pub fn alpn(self) -> &'static [u8] {
+    /// The draft's wire form: the one place a session's draft decides anything.
+    pub fn codec(self) -> &'static dyn Codec {
         match self {
-            Version::Draft14 => draft14::ALPN,
-            Version::Draft16 => draft16::ALPN,
+            Version::Draft14 => &draft14::CODEC,
+            Version::Draft16 => &draft16::CODEC,
         }
+    }
+
+    pub fn alpn(self) -> &'static [u8] {
+        self.codec().alpn()
     }
 
     pub fn from_alpn(alpn: &[u8]) -> Option<Version> {
@@ -33,15 +39,12 @@ impl Version {
 
     /// The version number of SETUP (0xff000000 + draft).
     pub fn code(self) -> u64 {
-        match self {
-            Version::Draft14 => draft14::VERSION,
-            Version::Draft16 => draft16::VERSION,
-        }
+        self.codec().version()
     }
 
     /// The draft's number: 14, 16.
     pub fn draft(self) -> u32 {
-        (self.code() & 0xff) as u32
+        self.codec().draft()
     }
 }
 

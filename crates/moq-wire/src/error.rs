@@ -1,6 +1,6 @@
 //! Error types shared by every draft.
 
-use crate::draft14::session_error;
+use crate::message::session_error;
 
 /// Why bytes could not be turned into a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

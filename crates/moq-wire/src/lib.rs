@@ -6,8 +6,10 @@
 //!
 //! Version-independent pieces live at the top level ([`varint`], [`DecodeError`],
 //! [`EncodeError`]); everything that a draft may change lives in a module per draft, chosen at
-//! run time (by ALPN). [`draft14`] defines the message model; [`draft16`] reads and writes the
-//! same types as draft-16 bytes, so a session keeps one vocabulary whichever draft it speaks.
+//! run time (by ALPN). [`message`] defines the message model; [`draft14`] and [`draft16`] read
+//! and write it as their drafts' bytes, so a session keeps one vocabulary whichever draft it
+//! speaks. [`codec`] is the seam a session uses: one [`codec::Codec`] per draft, which says
+//! how each message travels as well as how it is written.
 //!
 //! # Decoding convention
 //!
@@ -19,10 +21,12 @@
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod codec;
 mod cursor;
 pub mod draft14;
 pub mod draft16;
 mod error;
+pub mod message;
 pub mod varint;
 
 pub use error::{DecodeError, EncodeError};

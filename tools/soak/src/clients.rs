@@ -12,7 +12,7 @@ use moq_session::tls::{self, Trust};
 use moq_session::{
     FilterType, Location, MoqUrl, SessionConfig, SubscribeOptions, Subscription, TrackEvent,
 };
-use moq_wire::draft14::{ControlMessage, TrackNamespace};
+use moq_wire::message::{ControlMessage, TrackNamespace};
 use tokio::sync::watch;
 use tokio::time::timeout;
 

@@ -5,9 +5,10 @@
 
 use moq_session::tls::Trust;
 use moq_session::{ControlReader, MoqUrl, Version, connect_quic, transport_config};
-use moq_wire::draft14::{
+use moq_wire::draft14::VERSION;
+use moq_wire::message::{
     ClientSetup, ControlMessage, FilterType, GroupOrder, Parameters, ServerSetup, Subscribe,
-    TrackNamespace, VERSION, setup_param,
+    TrackNamespace, setup_param,
 };
 
 /// Flow-control credit the peer grants, per stream and in all.
@@ -89,6 +90,7 @@ impl RawPeer {
             forward: true,
             filter: FilterType::LargestObject,
             params: Parameters::default(),
+            fill: None,
         }))
         .await
     }

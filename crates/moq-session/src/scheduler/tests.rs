@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use moq_wire::draft14::{DataStreamHeader, GroupOrder};
+use moq_wire::message::{DataStreamHeader, GroupOrder};
 
 use super::*;
 
@@ -145,7 +145,7 @@ impl Net {
     fn new(limits: PublishLimits, bytes_per_ms: usize) -> Net {
         let now = Instant::now();
         Net {
-            sched: Scheduler::new(limits, now),
+            sched: Scheduler::new(limits, &moq_wire::draft14::CODEC, now),
             now,
             bytes_per_ms,
             frozen: false,

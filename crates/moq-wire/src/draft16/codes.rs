@@ -1,9 +1,9 @@
 //! Numbers from draft-16's registries, and the translation of request error and PUBLISH_DONE
 //! codes between draft-16's tables and the per-message tables of draft-14 that the shared
-//! message model ([`crate::draft14`]) carries.
+//! message model ([`crate::message`]) carries.
 
-use super::RequestKind;
-use crate::draft14::{
+use crate::message::RequestKind;
+use crate::message::{
     fetch_error, publish_error, publish_namespace_error, subscribe_error, subscribe_namespace_error,
 };
 
@@ -184,7 +184,7 @@ fn table(kind: RequestKind) -> &'static [(u64, u64)] {
         RequestKind::Fetch => FETCH,
         RequestKind::Publish => PUBLISH,
         RequestKind::PublishNamespace => PUBLISH_NAMESPACE,
-        RequestKind::SubscribeNamespace => SUBSCRIBE_NAMESPACE,
+        RequestKind::SubscribeNamespace | RequestKind::SubscribeTracks => SUBSCRIBE_NAMESPACE,
     }
 }
 

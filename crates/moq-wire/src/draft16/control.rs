@@ -1,4 +1,4 @@
-//! Draft-16 control messages, read into and written from the draft-14 message model.
+//! Draft-16 control messages, read into and written from the message model.
 //!
 //! The framing (type, 16-bit length, payload) is the same as draft-14's. What differs is the
 //! payloads: most request properties moved into parameters, parameters are delta-coded, one
@@ -7,15 +7,15 @@
 //! [`ControlMessage`].
 
 use crate::cursor::{read_u16, take};
-use crate::draft14::common::{
+use crate::message::common::{
     GOAWAY_URI, Wire, get, put, read_flag, read_full_name, write_flag, write_full_name,
 };
-use crate::draft14::{
-    ClientSetup, ControlMessage, Fetch, FetchOk, FetchType, FilterType, GroupOrder, KeyValuePair,
-    Location, NamespacePrefix, Parameters, Publish, PublishDone, PublishNamespace,
-    PublishNamespaceCancel, PublishNamespaceDone, PublishOk, ServerSetup, Subscribe,
-    SubscribeError, SubscribeNamespace, SubscribeOk, SubscribeUpdate, TrackNamespace, Value,
-    setup_param,
+use crate::message::{
+    Announcer, ClientSetup, ControlMessage, Fetch, FetchOk, FetchType, FilterType, GroupOrder,
+    KeyValuePair, Location, NamespacePrefix, Parameters, Publish, PublishDone, PublishNamespace,
+    PublishNamespaceCancel, PublishNamespaceDone, PublishOk, Refusal, RequestKind, ServerSetup,
+    Subscribe, SubscribeError, SubscribeNamespace, SubscribeOk, SubscribeUpdate, TrackNamespace,
+    Value, setup_param,
 };
 use crate::{DecodeError, EncodeError, varint};
 
@@ -25,32 +25,6 @@ use super::codes::{
 };
 use super::kvp::{bytes_of, has_repeat, int_of, read_block, read_list, write_block, write_list};
 use super::{DEFAULT_SUBSCRIBER_PRIORITY, VERSION};
-
-/// The kind of request a Request ID was issued for. Draft-16 answers most requests with the
-/// same two messages, REQUEST_OK and REQUEST_ERROR, which name the request by ID only: the
-/// session says which kind of request an ID belongs to so that the answer can be decoded into
-/// the draft-14 message that answers that kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RequestKind {
-    Subscribe,
-    Fetch,
-    Publish,
-    PublishNamespace,
-    SubscribeNamespace,
-    TrackStatus,
-    /// A draft-14 SUBSCRIBE_UPDATE, sent as a draft-16 REQUEST_UPDATE.
-    SubscribeUpdate,
-}
-
-/// Which endpoint sent the PUBLISH_NAMESPACE that a PUBLISH_NAMESPACE_DONE or
-/// PUBLISH_NAMESPACE_CANCEL refers to (draft-16 names it by that message's Request ID).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Announcer {
-    /// Sent by this endpoint: PUBLISH_NAMESPACE_DONE withdraws it.
-    Local,
-    /// Sent by the peer: PUBLISH_NAMESPACE_CANCEL stops routing requests for it.
-    Peer,
-}
 
 /// Draft-16 message type codes.
 mod code {
@@ -80,8 +54,8 @@ mod code {
     pub const SERVER_SETUP: u64 = 0x21;
 }
 
-/// The draft-16 message type `msg` is sent as; `None` for UNSUBSCRIBE_NAMESPACE, which
-/// draft-16 does not have.
+/// The draft-16 message type `msg` is sent as; `None` for the messages draft-16 does not
+/// have (UNSUBSCRIBE_NAMESPACE, SUBSCRIBE_TRACKS, REDIRECT).
 pub fn message_type(msg: &ControlMessage) -> Option<u64> {
     use ControlMessage as M;
     Some(match msg {
@@ -105,22 +79,23 @@ pub fn message_type(msg: &ControlMessage) -> Option<u64> {
         M::PublishNamespaceDone(_) => code::PUBLISH_NAMESPACE_DONE,
         M::PublishNamespaceCancel(_) => code::PUBLISH_NAMESPACE_CANCEL,
         M::SubscribeNamespace(_) => code::SUBSCRIBE_NAMESPACE,
-        M::TrackStatusOk(_) | M::PublishNamespaceOk(_) | M::SubscribeNamespaceOk(_) => {
-            code::REQUEST_OK
-        }
+        M::TrackStatusOk(_)
+        | M::PublishNamespaceOk(_)
+        | M::SubscribeNamespaceOk(_)
+        | M::SubscribeUpdateOk(_) => code::REQUEST_OK,
         M::SubscribeError(_)
         | M::PublishError(_)
         | M::FetchError(_)
         | M::TrackStatusError(_)
         | M::PublishNamespaceError(_)
         | M::SubscribeNamespaceError(_) => code::REQUEST_ERROR,
-        M::UnsubscribeNamespace(_) => return None,
+        M::UnsubscribeNamespace(_) | M::SubscribeTracks(_) | M::Redirect(_) => return None,
     })
 }
 
 /// The draft-16 name of the message `msg` is sent as, for logs.
 pub fn message_name(msg: &ControlMessage) -> &'static str {
-    message_type(msg).map_or("UNSUBSCRIBE_NAMESPACE (not in draft-16)", name_of)
+    message_type(msg).map_or(msg.name(), name_of)
 }
 
 fn name_of(message_type: u64) -> &'static str {
@@ -664,6 +639,11 @@ fn write_subscribe(
     track_status: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
+    if m.fill.is_some() {
+        return Err(EncodeError::Invalid(
+            "draft-16 has no fill: send a joining FETCH",
+        ));
+    }
     put(m.request_id, out)?;
     write_name(&m.namespace, &m.track_name, out)?;
     if track_status {
@@ -692,6 +672,7 @@ fn read_subscribe(buf: &mut &[u8], track_status: bool) -> Result<Subscribe, Deco
         forward: split.forward(),
         filter: split.filter()?,
         params: Parameters(split.kept),
+        fill: None,
     })
 }
 
@@ -732,7 +713,10 @@ fn update_fields(
     let (start, end_group) = match split.filter()? {
         FilterType::AbsoluteStart(start) => (start, None),
         FilterType::AbsoluteRange { start, end_group } => (start, Some(end_group)),
-        FilterType::NextGroupStart | FilterType::LargestObject => (Location::default(), None),
+        FilterType::NextGroupStart
+        | FilterType::LargestObject
+        | FilterType::GroupsBack(_)
+        | FilterType::AbsoluteObjectRange { .. } => (Location::default(), None),
     };
     Ok((start, end_group, split.priority(), split.forward()))
 }
@@ -941,11 +925,11 @@ fn read_request_ok(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessage,
     Ok(match kind {
         RequestKind::PublishNamespace => {
             read_params(buf, &NO_PARAMS)?;
-            M::PublishNamespaceOk(crate::draft14::PublishNamespaceOk { request_id })
+            M::PublishNamespaceOk(crate::message::PublishNamespaceOk { request_id })
         }
-        RequestKind::SubscribeNamespace => {
+        RequestKind::SubscribeNamespace | RequestKind::SubscribeTracks => {
             read_params(buf, &NO_PARAMS)?;
-            M::SubscribeNamespaceOk(crate::draft14::SubscribeNamespaceOk { request_id })
+            M::SubscribeNamespaceOk(crate::message::SubscribeNamespaceOk { request_id })
         }
         RequestKind::TrackStatus | RequestKind::SubscribeUpdate => {
             let split = read_params(buf, &REQUEST_OK_STATUS_SPEC)?;
@@ -979,10 +963,6 @@ fn write_request_error(
 }
 
 fn read_request_error(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessage, DecodeError> {
-    use crate::draft14::{
-        FetchError, PublishError, PublishNamespaceError, SubscribeNamespaceError,
-    };
-    use ControlMessage as M;
     let request_id = get(buf)?;
     let kind = (lookups.answers)(request_id).ok_or(DecodeError::ProtocolViolation(
         "REQUEST_ERROR for an unknown request ID",
@@ -990,40 +970,13 @@ fn read_request_error(buf: &mut &[u8], lookups: &Lookups) -> Result<ControlMessa
     let code = request_error_to_draft14(kind, get(buf)?);
     let _retry_interval = get(buf)?;
     let reason = <String as Wire>::read(buf)?;
-    Ok(match kind {
-        RequestKind::Subscribe => M::SubscribeError(SubscribeError {
-            request_id,
-            code,
-            reason,
-        }),
-        RequestKind::TrackStatus | RequestKind::SubscribeUpdate => {
-            M::TrackStatusError(SubscribeError {
-                request_id,
-                code,
-                reason,
-            })
-        }
-        RequestKind::Fetch => M::FetchError(FetchError {
-            request_id,
-            code,
-            reason,
-        }),
-        RequestKind::Publish => M::PublishError(PublishError {
-            request_id,
-            code,
-            reason,
-        }),
-        RequestKind::PublishNamespace => M::PublishNamespaceError(PublishNamespaceError {
-            request_id,
-            code,
-            reason,
-        }),
-        RequestKind::SubscribeNamespace => M::SubscribeNamespaceError(SubscribeNamespaceError {
-            request_id,
-            code,
-            reason,
-        }),
-    })
+    Ok(Refusal {
+        kind,
+        request_id,
+        code,
+        reason,
+    }
+    .into_message())
 }
 
 /// Writes a draft-14 error message of another kind than SUBSCRIBE_ERROR as a
@@ -1156,6 +1109,7 @@ fn write_payload(
         M::TrackStatusOk(m) => write_status_ok(m, out),
         M::PublishNamespaceOk(m) => write_request_ok(m.request_id, Vec::new(), out),
         M::SubscribeNamespaceOk(m) => write_request_ok(m.request_id, Vec::new(), out),
+        M::SubscribeUpdateOk(m) => write_request_ok(m.request_id, Vec::new(), out),
         M::SubscribeError(m) => write_request_error(RequestKind::Subscribe, m, out),
         M::TrackStatusError(m) => write_request_error(RequestKind::TrackStatus, m, out),
         M::FetchError(m) => {
@@ -1193,11 +1147,14 @@ fn write_payload(
             )?;
             m.reason.write(out)
         }
-        M::UnsubscribeNamespace(_) => Err(EncodeError::Invalid(
-            "draft-16 has no UNSUBSCRIBE_NAMESPACE: close the SUBSCRIBE_NAMESPACE stream",
-        )),
+        M::UnsubscribeNamespace(_) | M::SubscribeTracks(_) | M::Redirect(_) => Err(NO_FORM),
     }
 }
+
+/// Encoding a message draft-16 does not have.
+const NO_FORM: EncodeError = EncodeError::Invalid(
+    "no draft-16 form (UNSUBSCRIBE_NAMESPACE: close the SUBSCRIBE_NAMESPACE stream)",
+);
 
 fn read_payload(
     message_type: u64,
@@ -1214,7 +1171,7 @@ fn read_payload(
             version: VERSION,
             params: read_setup_params(buf)?,
         }),
-        code::GOAWAY => M::Goaway(crate::draft14::Goaway {
+        code::GOAWAY => M::Goaway(crate::message::Goaway {
             new_session_uri: GOAWAY_URI.read(buf)?,
         }),
         code::MAX_REQUEST_ID => M::MaxRequestId(Wire::read(buf)?),
@@ -1283,9 +1240,7 @@ fn encode_framed(
     request_id_of: &dyn Fn(&TrackNamespace, Announcer) -> Option<u64>,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    let message_type = message_type(msg).ok_or(EncodeError::Invalid(
-        "draft-16 has no UNSUBSCRIBE_NAMESPACE: close the SUBSCRIBE_NAMESPACE stream",
-    ))?;
+    let message_type = message_type(msg).ok_or(NO_FORM)?;
     put(message_type, out)?;
     let length_at = out.len();
     out.extend_from_slice(&[0, 0]);

@@ -1,4 +1,4 @@
-//! Draft-16 data streams and datagrams, read into and written from the draft-14 header types.
+//! Draft-16 data streams and datagrams, read into and written from the message model's header types.
 //!
 //! As in draft-14 only headers are handled; payload bytes are the caller's. What draft-16
 //! changes on the data plane:
@@ -18,8 +18,8 @@
 //! instead of panicking.
 
 use crate::cursor::{read_u8, take};
-use crate::draft14::common::{get, put};
-use crate::draft14::{
+use crate::message::common::{get, put};
+use crate::message::{
     DataStreamHeader, DatagramHeader, FetchHeader, FetchObjectHeader, Location, ObjectStatus,
     SubgroupHeader, SubgroupId, SubgroupObjectHeader,
 };

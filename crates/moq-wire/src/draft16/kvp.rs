@@ -6,8 +6,8 @@
 //! extension headers. The values are [`KeyValuePair`]s with absolute types, as in draft-14;
 //! only the wire form differs.
 
-use crate::draft14::common::{get, put, read_bytes, write_bytes};
-use crate::draft14::{KeyValuePair, MAX_KVP_BYTES_LEN, Value};
+use crate::message::common::{get, put, read_bytes, write_bytes};
+use crate::message::{KeyValuePair, MAX_KVP_BYTES_LEN, Value};
 use crate::{DecodeError, EncodeError};
 
 const TOO_LONG: &str = "key-value byte value longer than 65535";
@@ -105,8 +105,8 @@ pub(crate) fn read_block(mut block: &[u8]) -> Result<Vec<KeyValuePair>, DecodeEr
 
 /// Serialises object extension headers into the draft-16 block carried on the wire (without
 /// its length prefix): sorted by type, types delta-coded. This is the form the
-/// `extensions` fields of [`crate::draft14::SubgroupObjectHeader`],
-/// [`crate::draft14::FetchObjectHeader`] and [`crate::draft14::DatagramHeader`] hold when
+/// `extensions` fields of [`crate::message::SubgroupObjectHeader`],
+/// [`crate::message::FetchObjectHeader`] and [`crate::message::DatagramHeader`] hold when
 /// they travel with the draft-16 codec.
 pub fn encode_extensions(headers: &[KeyValuePair]) -> Result<Vec<u8>, EncodeError> {
     let mut block = Vec::new();

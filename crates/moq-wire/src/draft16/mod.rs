@@ -1,6 +1,6 @@
-//! draft-ietf-moq-transport-16, as a second wire form of the draft-14 message model.
+//! draft-ietf-moq-transport-16, as a wire form of the message model ([`crate::message`]).
 //!
-//! The session layer speaks one vocabulary, the types of [`crate::draft14`]; this module
+//! The session layer speaks one vocabulary, the types of [`crate::message`]; this module
 //! reads and writes them as draft-16 bytes, and is chosen when the connection negotiated
 //! [`ALPN`] (draft-16 negotiates the version by ALPN only: [`VERSION`] never goes on the
 //! wire). Every limit of draft-14 is enforced here too, plus draft-16's own (no empty
@@ -12,11 +12,11 @@
 //! [`encode_control`] and [`decode_control`] frame messages as draft-14 does. Where the two
 //! drafts differ, the mapping is:
 //!
-//! | draft-14 model | draft-16 wire |
+//! | message model | draft-16 wire |
 //! |---|---|
 //! | [`ClientSetup`] / [`ServerSetup`] | no versions: encoding ignores `versions` / `version`, decoding yields `vec![VERSION]` / `VERSION`. Setup parameter numbers are the same |
 //! | [`Subscribe`] | priority, group order, forward and filter become parameters 0x20, 0x22, 0x10 and 0x21, each left out when it has the value the draft assumes when absent (128, the publisher's order, forwarding, unfiltered = AbsoluteStart {0, 0}), and filled with that value when decoding. `params` keeps DELIVERY_TIMEOUT, AUTHORIZATION_TOKEN and NEW_GROUP_REQUEST |
-//! | [`TrackStatus`](crate::draft14::TrackStatus) | as SUBSCRIBE, but only AUTHORIZATION_TOKEN applies: the delivery fields are not sent, and decode to the defaults |
+//! | [`TrackStatus`](crate::message::TrackStatus) | as SUBSCRIBE, but only AUTHORIZATION_TOKEN applies: the delivery fields are not sent, and decode to the defaults |
 //! | [`SubscribeOk`] | `expires_ms` and `largest` become parameters 0x08 and 0x09. `group_order` becomes the DEFAULT_PUBLISHER_GROUP_ORDER track extension (left out when ascending, ascending when absent); `params` holds the other track extensions ([`extension`]: draft-14's DELIVERY_TIMEOUT 0x02 and MAX_CACHE_DURATION 0x04 parameters of SUBSCRIBE_OK are draft-16 track extensions with the same numbers and meaning) |
 //! | [`Publish`] | `largest` and `forward` become parameters; `params` holds AUTHORIZATION_TOKEN and EXPIRES (sent as parameters) and the track extensions (everything else); `group_order` as for SUBSCRIBE_OK |
 //! | [`PublishOk`] | as SUBSCRIBE's terms; an absent GROUP_ORDER decodes as [`GroupOrder::Publisher`] (keep the order PUBLISH stated), which encodes as absent. `params` keeps DELIVERY_TIMEOUT, EXPIRES, NEW_GROUP_REQUEST |
@@ -58,30 +58,30 @@
 //! # Data streams and datagrams
 //!
 //! See [`decode_data_stream_header`], [`decode_subgroup_object`], [`FetchObjectReader`] and
-//! [`decode_datagram`], and the encoders beside them. The `extensions` fields of the draft-14
+//! [`decode_datagram`], and the encoders beside them. The `extensions` fields of the model's
 //! object headers hold draft-16 blocks (delta-coded types) when used with this module.
 
+mod codec;
 mod codes;
 mod control;
 mod data;
 mod kvp;
 
 #[cfg(doc)]
-use crate::draft14::{
+use crate::message::{
     ClientSetup, Fetch, FetchOk, GroupOrder, Publish, PublishDone, PublishNamespaceCancel,
     PublishNamespaceDone, PublishOk, ServerSetup, Subscribe, SubscribeNamespace, SubscribeOk,
     SubscribeUpdate, UnsubscribeNamespace,
 };
 
-pub use crate::draft14::{session_error, setup_param};
+pub use crate::message::{Announcer, RequestKind};
+pub use crate::message::{session_error, setup_param};
+pub use codec::{CODEC, Draft16};
 pub use codes::{
     extension, param, publish_done_code, publish_done_from_draft14, publish_done_to_draft14,
     request_error, request_error_from_draft14, request_error_to_draft14, reset_code,
 };
-pub use control::{
-    Announcer, RequestKind, decode_control, encode_control, message_name, message_type,
-    request_update,
-};
+pub use control::{decode_control, encode_control, message_name, message_type, request_update};
 pub use data::{
     FetchObject, FetchObjectReader, FetchObjectWriter, datagram_type, decode_data_stream_header,
     decode_datagram, decode_subgroup_object, encode_data_stream_header, encode_datagram,

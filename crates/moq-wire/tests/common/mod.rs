@@ -9,7 +9,7 @@ pub mod vectors;
 use std::fmt::Debug;
 
 use moq_wire::DecodeError;
-use moq_wire::draft14::{ControlMessage, DatagramHeader};
+use moq_wire::message::{ControlMessage, DatagramHeader};
 
 /// What a control-message decoder returns: the message and the bytes it used.
 pub type Decoded = Result<(ControlMessage, usize), DecodeError>;

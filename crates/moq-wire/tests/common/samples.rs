@@ -1,7 +1,7 @@
 //! Sample builders both drafts' sample sets are made of. Everything here is a value of the
 //! draft-14 model types; what differs between the drafts is passed in.
 
-use moq_wire::draft14::*;
+use moq_wire::message::*;
 
 pub fn namespace() -> TrackNamespace {
     TrackNamespace::from_path("anon/demo")
@@ -26,6 +26,7 @@ pub fn subscribe(filter: FilterType) -> Subscribe {
         forward: true,
         filter,
         params: params(),
+        fill: None,
     }
 }
 

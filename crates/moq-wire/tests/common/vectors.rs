@@ -1,6 +1,6 @@
 //! Values both drafts have byte vectors for. The bytes, which differ, stay with each draft.
 
-use moq_wire::draft14::*;
+use moq_wire::message::*;
 
 /// SUBSCRIBE request 0 of ("live", "cam") "video" from the next group, priority 128.
 pub fn subscribe_live_cam(params: Parameters) -> ControlMessage {
@@ -13,6 +13,7 @@ pub fn subscribe_live_cam(params: Parameters) -> ControlMessage {
         forward: true,
         filter: FilterType::NextGroupStart,
         params,
+        fill: None,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Inputs that break the draft's rules decode to the right error, and values that would produce
 //! them are refused by the encoders.
 
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 use moq_wire::{DecodeError, EncodeError};
 
 use super::common::vectors::{self, subscribe_ok_without_content};
@@ -18,6 +19,7 @@ fn subscribe() -> Subscribe {
         forward: true,
         filter: FilterType::LargestObject,
         params: Parameters::new(),
+        fill: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use moq_wire::draft14::*;
+use moq_wire::message::*;
 
 use super::common::{self, assert_decodes_exactly, assert_decodes_to};
 use super::{CODEC, samples};

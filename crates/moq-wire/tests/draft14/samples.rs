@@ -1,7 +1,8 @@
 //! One or more instances of every message and header, used by the round-trip, partial-input and
 //! fuzz tests.
 
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 
 use crate::common::samples::{self as shared, namespace, params, subscribe};
 

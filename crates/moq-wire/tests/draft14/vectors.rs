@@ -2,7 +2,8 @@
 //! checked in both directions: the value encodes to exactly these bytes, and the bytes decode
 //! to exactly this value.
 
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 
 use super::CODEC;
 use super::common::{self, hex, vectors};
@@ -76,6 +77,7 @@ fn subscribe_absolute_range() {
                 end_group: 20,
             },
             params: Parameters::new().with_int(param::DELIVERY_TIMEOUT, 500),
+            fill: None,
         }),
         "03 00 18              // type SUBSCRIBE, length 24
          02                    // request ID 2

@@ -1,8 +1,8 @@
 //! Randomised inputs: decoding never panics, and whatever decodes re-encodes to something that
 //! decodes to the same value.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, RequestKind};
+use moq_wire::message::*;
 
 use super::common::fuzz::{self, check_reencodes};
 use super::samples;

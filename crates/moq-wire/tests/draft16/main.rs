@@ -11,8 +11,8 @@ mod vectors;
 
 use common::Codec;
 use moq_wire::DecodeError;
-use moq_wire::draft14::{ControlMessage, TrackNamespace};
 use moq_wire::draft16::{self, Announcer, RequestKind};
+use moq_wire::message::{ControlMessage, TrackNamespace};
 
 /// Request IDs the samples refer to, and what they belong to.
 pub mod ids {

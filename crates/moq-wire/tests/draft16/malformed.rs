@@ -1,10 +1,10 @@
 //! Inputs that break draft-16's rules decode to the right error, and values that would produce
 //! them are refused by the encoders.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{
     self, FetchObject, FetchObjectReader, FetchObjectWriter, extension, param,
 };
+use moq_wire::message::*;
 use moq_wire::{DecodeError, EncodeError};
 
 use super::common::vectors::{self, subscribe_ok_without_content};
@@ -133,6 +133,7 @@ fn repeated_types() {
         forward: true,
         filter: FilterType::LargestObject,
         params: twice,
+        fill: None,
     });
     assert_eq!(invalid(try_encode(&message)), "parameter repeated");
 }
@@ -161,6 +162,7 @@ fn unknown_and_misplaced_parameters() {
             forward: true,
             filter: FilterType::LargestObject,
             params,
+            fill: None,
         })
     };
     for params in [

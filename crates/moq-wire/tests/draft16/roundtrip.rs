@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use moq_wire::DecodeError;
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
 use moq_wire::draft16::{self, FetchObject, FetchObjectReader, FetchObjectWriter, param};
+use moq_wire::message::*;
 
 use super::common::{self, assert_decodes_exactly, assert_decodes_to};
 use super::samples::{self, DEFAULT_PRIORITY};
@@ -83,6 +84,7 @@ fn parameters_are_sorted_on_the_wire() {
         params: Parameters::new()
             .with_int(param::NEW_GROUP_REQUEST, 0)
             .with_int(param::DELIVERY_TIMEOUT, 10),
+        fill: None,
     });
     let ControlMessage::Subscribe(decoded) = decode(&encode(&message)).unwrap().0 else {
         panic!()

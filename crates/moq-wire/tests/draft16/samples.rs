@@ -2,8 +2,8 @@
 //! exactly (parameters in ascending order, values the draft-16 form can express), used by the
 //! round-trip, partial-input and fuzz tests.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{self, FetchObject, extension, param};
+use moq_wire::message::*;
 
 use super::common::samples::{self as shared, subscribe};
 use super::ids;
@@ -73,6 +73,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             forward: true,
             filter: FilterType::AbsoluteStart(Location::new(0, 0)),
             params: Parameters::new().with_int(param::NEW_GROUP_REQUEST, 0),
+            fill: None,
         }),
         M::Subscribe(Subscribe {
             forward: false,
@@ -161,6 +162,7 @@ pub fn control_messages() -> Vec<ControlMessage> {
             forward: true,
             filter: FilterType::AbsoluteStart(Location::new(0, 0)),
             params: auth(),
+            fill: None,
         }),
         M::TrackStatusOk(status_ok(ids::TRACK_STATUS, Some(Location::new(2, 2)))),
         M::TrackStatusOk(SubscribeOk {

@@ -2,10 +2,10 @@
 //! in both directions: the value encodes to exactly these bytes, and the bytes decode to
 //! exactly this value.
 
-use moq_wire::draft14::*;
 use moq_wire::draft16::{
     self, FetchObject, FetchObjectReader, FetchObjectWriter, extension, param,
 };
+use moq_wire::message::*;
 
 use super::common::{self, hex, vectors};
 use super::{CODEC, decode, ids};
@@ -73,6 +73,7 @@ fn subscribe_with_defaults_only() {
             forward: true,
             filter: FilterType::AbsoluteStart(Location::new(0, 0)),
             params: Parameters::new(),
+            fill: None,
         }),
         "03 00 0a 02 01 04 6c 69 76 65 01 61
          00          // no parameters: every term at its default",
@@ -94,6 +95,7 @@ fn subscribe_not_forwarding_from_a_location() {
                 end_group: 20,
             },
             params: Parameters::new(),
+            fill: None,
         }),
         "03 00 12
          04 01 01 6c 00        // request 4, (\"l\"), empty track name

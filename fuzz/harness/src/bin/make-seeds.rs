@@ -24,7 +24,8 @@ use moq_media::FrameHeader;
 use moq_media::audio::OpusHead;
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::{DeliveryMode, Mapper, priority};
-use moq_wire::draft14::*;
+use moq_wire::draft14::VERSION;
+use moq_wire::message::*;
 
 /// Wall clock of the first frame, µs since the UNIX epoch (a fixed date: seeds must not
 /// change from one run to the next).
@@ -241,6 +242,7 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
         forward: true,
         filter,
         params: Parameters::new(),
+        fill: None,
     };
     let subscribe_ok = |request_id, track_alias, largest| SubscribeOk {
         request_id,
@@ -313,7 +315,8 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
                         start: Location::new(1_795_000_000, 0),
                         end_group: 1_795_000_100,
                     },
-                )
+                ),
+                fill: None,
             }),
         ),
         (

@@ -21,7 +21,7 @@ use moq_session::{
     FilterType, Location, MoqUrl, Object, Session, SessionConfig, SessionError, SubscribeOptions,
     Subscription, TrackEvent, TrackNamespace, Version, Versions,
 };
-use moq_wire::draft14::publish_done_code;
+use moq_wire::message::publish_done_code;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 

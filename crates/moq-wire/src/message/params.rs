@@ -46,6 +46,10 @@ pub mod param {
     pub const AUTHORIZATION_TOKEN: u64 = 0x03;
     /// How long, in milliseconds, objects may be served from a cache (integer).
     pub const MAX_CACHE_DURATION: u64 = 0x04;
+    /// Largest group the subscriber knows plus one, or 0: asks the original publisher for a
+    /// new group (integer). Drafts 16 and later define it, with this number, for SUBSCRIBE
+    /// and SUBSCRIBE_UPDATE; their codecs keep it in `params`.
+    pub const NEW_GROUP_REQUEST: u64 = 0x32;
 }
 
 /// The value of a Key-Value-Pair. The key's parity decides which form is on the wire: even

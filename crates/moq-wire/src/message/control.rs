@@ -1,7 +1,9 @@
-//! Control messages, exchanged on the bidirectional control stream.
+//! Control messages of the model, and their draft-14 wire form.
 //!
-//! Every message is framed as a varint type, a 16-bit payload length and the payload; see
-//! [`ControlMessage::encode`] and [`ControlMessage::decode`].
+//! Draft-14 frames every message as a varint type, a 16-bit payload length and the payload;
+//! see [`ControlMessage::encode`] and [`ControlMessage::decode`]. The messages later drafts
+//! added ([`SubscribeUpdateOk`], SUBSCRIBE_TRACKS, [`Redirect`]) and the fill of a
+//! [`Subscribe`] have no draft-14 form: encoding them fails.
 
 use crate::cursor::{read_u8, read_u16, take};
 use crate::{DecodeError, EncodeError};
@@ -139,6 +141,35 @@ wire_structs! {
     }
 }
 
+/// The answer to a SUBSCRIBE_UPDATE: the update was applied. Draft-14 has none (nothing is
+/// sent); later drafts send REQUEST_OK.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubscribeUpdateOk {
+    /// The SUBSCRIBE_UPDATE answered.
+    pub request_id: u64,
+    /// The subscription it updated.
+    pub subscription_request_id: u64,
+}
+
+/// SUBSCRIBE_TRACKS (draft-20): asks for a PUBLISH of every track under a prefix, now and
+/// later; same fields as SUBSCRIBE_NAMESPACE.
+pub type SubscribeTracks = SubscribeNamespace;
+
+/// A request refused with REDIRECT (draft-20): it could succeed elsewhere, or for another
+/// track.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Redirect {
+    /// The request refused.
+    pub request_id: u64,
+    pub reason: String,
+    /// Where to send it again; empty for the current session's URI. Only a server may send
+    /// a non-empty one.
+    pub connect_uri: String,
+    /// The namespace and track name to ask for instead; `None` for the same ones. Requests
+    /// about a namespace leave the track name empty.
+    pub target: Option<(TrackNamespace, Vec<u8>)>,
+}
+
 /// TRACK_STATUS asks for what a SUBSCRIBE would report, without subscribing; same format.
 pub type TrackStatus = Subscribe;
 /// TRACK_STATUS_OK answers TRACK_STATUS like SUBSCRIBE_OK would, with track alias 0.
@@ -244,10 +275,32 @@ pub struct Subscribe {
     pub forward: bool,
     pub filter: FilterType,
     pub params: Parameters,
+    /// Part of the track's past to deliver as well, on a fetch stream of the subscription
+    /// (draft-20's FILL_PARAMETERS; earlier drafts send a joining FETCH instead).
+    pub fill: Option<Fill>,
+}
+
+/// What a subscription's fill delivers: the objects a FETCH with this filter would, on a
+/// fetch stream whose header names the SUBSCRIBE. Every field left out takes the
+/// subscription's value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Fill {
+    /// The range, evaluated as a fetch's (never beyond the largest object). `None`: the
+    /// subscription's own filter.
+    pub filter: Option<FilterType>,
+    pub subscriber_priority: Option<u8>,
+    pub group_order: Option<GroupOrder>,
+    /// How long, in milliseconds, a relay may wait for objects it has to fetch upstream.
+    pub timeout_ms: Option<u64>,
 }
 
 impl Wire for Subscribe {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self.fill.is_some() {
+            return Err(EncodeError::Invalid(
+                "draft-14 has no fill: send a joining FETCH",
+            ));
+        }
         put(self.request_id, out)?;
         write_full_name(&self.namespace, &self.track_name, out)?;
         out.push(self.subscriber_priority);
@@ -269,6 +322,7 @@ impl Wire for Subscribe {
             forward: read_flag(buf, FORWARD)?,
             filter: FilterType::read(buf)?,
             params: Parameters::read(buf)?,
+            fill: None,
         })
     }
 }
@@ -554,27 +608,38 @@ impl Wire for FetchOk {
     }
 }
 
-/// Defines [`ControlMessage`] from one table of (variant, payload type, type code, name).
+/// Defines [`ControlMessage`] from one table of (variant, payload type, draft-14 type code,
+/// name), and the messages later drafts added (variant, payload type, name).
 macro_rules! control_messages {
-    ($( $variant:ident($ty:ty) = $code:literal, $name:literal; )*) => {
-        /// Any draft-14 control message.
+    (
+        draft14 {
+            $( $variant:ident($ty:ty) = $code:literal, $name:literal; )*
+        }
+        later {
+            $( $later:ident($later_ty:ty), $later_name:literal; )*
+        }
+    ) => {
+        /// Any control message of the model.
         #[derive(Debug, Clone, PartialEq, Eq, Hash)]
         pub enum ControlMessage {
             $( $variant($ty), )*
+            $( $later($later_ty), )*
         }
 
         impl ControlMessage {
-            /// The message type code sent on the wire.
-            pub fn message_type(&self) -> u64 {
+            /// The draft-14 message type code; `None` for messages draft-14 does not have.
+            pub fn message_type(&self) -> Option<u64> {
                 match self {
-                    $( Self::$variant(_) => $code, )*
+                    $( Self::$variant(_) => Some($code), )*
+                    $( Self::$later(_) => None, )*
                 }
             }
 
-            /// The message's name as the draft spells it, for logs.
+            /// The message's name, for logs: draft-14's, or that of the draft that added it.
             pub fn name(&self) -> &'static str {
                 match self {
                     $( Self::$variant(_) => $name, )*
+                    $( Self::$later(_) => $later_name, )*
                 }
             }
 
@@ -585,6 +650,9 @@ macro_rules! control_messages {
             fn write_payload(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
                 match self {
                     $( Self::$variant(m) => m.write(out), )*
+                    $( Self::$later(_) => Err(EncodeError::Invalid(
+                        concat!($later_name, " has no draft-14 form"),
+                    )), )*
                 }
             }
 
@@ -599,6 +667,7 @@ macro_rules! control_messages {
 }
 
 control_messages! {
+    draft14 {
     ClientSetup(ClientSetup) = 0x20, "CLIENT_SETUP";
     ServerSetup(ServerSetup) = 0x21, "SERVER_SETUP";
     Goaway(Goaway) = 0x10, "GOAWAY";
@@ -629,6 +698,12 @@ control_messages! {
     SubscribeNamespaceOk(SubscribeNamespaceOk) = 0x12, "SUBSCRIBE_NAMESPACE_OK";
     SubscribeNamespaceError(SubscribeNamespaceError) = 0x13, "SUBSCRIBE_NAMESPACE_ERROR";
     UnsubscribeNamespace(UnsubscribeNamespace) = 0x14, "UNSUBSCRIBE_NAMESPACE";
+    }
+    later {
+        SubscribeUpdateOk(SubscribeUpdateOk), "REQUEST_OK (update)";
+        SubscribeTracks(SubscribeTracks), "SUBSCRIBE_TRACKS";
+        Redirect(Redirect), "REQUEST_ERROR (REDIRECT)";
+    }
 }
 
 impl ControlMessage {
@@ -646,7 +721,10 @@ impl ControlMessage {
     }
 
     fn encode_framed(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        put(self.message_type(), out)?;
+        let message_type = self
+            .message_type()
+            .ok_or(EncodeError::Invalid("the message has no draft-14 form"))?;
+        put(message_type, out)?;
         let length_at = out.len();
         out.extend_from_slice(&[0, 0]);
         self.write_payload(out)?;

@@ -322,6 +322,11 @@ pub enum FilterType {
     AbsoluteStart(Location),
     /// From `start` up to and including group `end_group`.
     AbsoluteRange { start: Location, end_group: u64 },
+    /// From the first object of the largest object's group, or of the group `back` groups
+    /// before it (draft-20 on).
+    GroupsBack(u64),
+    /// From `start` up to and including the object `end` (draft-20 on).
+    AbsoluteObjectRange { start: Location, end: Location },
 }
 
 impl Wire for FilterType {
@@ -338,6 +343,9 @@ impl Wire for FilterType {
                 start.write(out)?;
                 put(*end_group, out)
             }
+            Self::GroupsBack(_) | Self::AbsoluteObjectRange { .. } => Err(EncodeError::Invalid(
+                "the filter has no draft-14 or draft-16 form",
+            )),
         }
     }
 

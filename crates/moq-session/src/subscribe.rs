@@ -342,7 +342,10 @@ pub(crate) fn session_closed(inner: &Inner) {
     let ended: Vec<_> = state
         .outgoing
         .drain()
-        .filter_map(|(_, sub)| sub.done.map(|(_, status, reason)| (sub.events, status, reason)))
+        .filter_map(|(_, sub)| {
+            sub.done
+                .map(|(_, status, reason)| (sub.events, status, reason))
+        })
         .collect();
     state.aliases.clear();
     drop(state);

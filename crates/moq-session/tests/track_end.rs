@@ -14,9 +14,9 @@ use moq_session::{
     ControlReader, MoqUrl, SessionConfig, SubscribeOptions, TrackEvent, Version, connect,
     parse_namespace,
 };
-use moq_wire::draft14::{
-    ControlMessage, GroupOrder, Parameters, PublishDone, ServerSetup, SubscribeOk, publish_done_code,
-    setup_param,
+use moq_wire::message::{
+    ControlMessage, GroupOrder, Parameters, PublishDone, ServerSetup, SubscribeOk,
+    publish_done_code, setup_param,
 };
 use quinn::crypto::rustls::QuicServerConfig;
 

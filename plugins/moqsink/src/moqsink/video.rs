@@ -50,6 +50,8 @@ pub struct StreamParams {
     /// rendition, for the catalog.
     pub bitrate: Option<u64>,
     pub alt_group: Option<u32>,
+    /// From the pad's properties: a name for track pickers, for the catalog.
+    pub label: Option<String>,
 }
 
 #[derive(Debug)]
@@ -68,6 +70,9 @@ pub struct VideoTrack {
     keyframe_requests: KeyframeRequests,
     /// A keyframe was refused: pictures until the next good one cannot decode.
     gop_broken: bool,
+    /// The longest a frame waited here for its turn, µs: its own duration plus how far
+    /// the encoder's reordering put its decode time ahead of its presentation time.
+    longest_wait_us: u64,
 }
 
 /// Where one access unit went.
@@ -127,6 +132,7 @@ impl VideoTrack {
             published: Published::default(),
             keyframe_requests: KeyframeRequests::default(),
             gop_broken: false,
+            longest_wait_us: 0,
         }
     }
 
@@ -228,6 +234,10 @@ impl VideoTrack {
             ),
         });
         self.decode_index += 1;
+        let reordering = u64::try_from(timing.pts.saturating_sub(timing.dts)).unwrap_or(0);
+        self.longest_wait_us = self
+            .longest_wait_us
+            .max(reordering.saturating_add(timing.duration));
         let payload = Payload::from_parts(parts);
         match placement.role {
             TrackRole::Base => {
@@ -279,6 +289,8 @@ impl VideoTrack {
             bitrate: self.stream.bitrate,
             alt_group: self.stream.alt_group,
             enhancement: enhancement.clone(),
+            label: self.stream.label.clone(),
+            jitter_us: (self.longest_wait_us > 0).then_some(self.longest_wait_us),
             ..TrackEntry::new(self.name(), TrackKind::Video)
         }];
         if let Some(enhancement) = enhancement {

@@ -79,7 +79,7 @@ setInterval(() => {
 		`broadcast  ${params.get("name")} at ${params.get("url")}`,
 		`rendition  ${record.track ?? "(none yet)"}`,
 		`drawn      ${record.frames.length} pictures`,
-		`latency    ${latency === undefined ? "(no catalog clock yet)" : `${latency.toFixed(0)} ms (median of the last ${recent.length}, capture to canvas)`}`,
+		`latency    ${latency === undefined ? "(no catalog clock yet)" : `${latency.toFixed(0)} ms (median of the last ${recent.length}: drawn minus the catalog clock's time for the picture)`}`,
 		`audio      ${record.audio.length ? `playing, playhead ${(record.audio.at(-1)[0] / 1e6).toFixed(2)} s` : "(none)"}`,
 	].join("\n");
 }, 500);

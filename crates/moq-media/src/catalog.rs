@@ -210,7 +210,7 @@ pub struct TrackEntry {
     pub container: Container,
     /// Not in our catalog, whose frames carry their decode times: the longest a frame
     /// waits at the publisher before it is sent (its own duration, plus reordering), µs.
-    /// hang's players size their buffer by it; its readers learn the reordering from it.
+    /// hang's players size their buffer by it.
     #[serde(skip)]
     pub jitter_us: Option<u64>,
 }

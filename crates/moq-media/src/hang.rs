@@ -406,14 +406,13 @@ pub struct DtsFromPts {
 }
 
 impl DtsFromPts {
-    /// `frame_us`: the frame duration the catalog implies, if any; `reorder_us`: the
-    /// reordering delay it implies, if any (until a GoP measured it, B-pyramids are assumed).
-    pub fn new(frame_us: Option<i64>, reorder_us: Option<i64>) -> DtsFromPts {
+    /// `frame_us`: the frame duration the catalog implies, if any.
+    pub fn new(frame_us: Option<i64>) -> DtsFromPts {
         DtsFromPts {
             last_dts: None,
             recent_pts: VecDeque::with_capacity(RECENT_PTS),
             prior_us: frame_us.filter(|d| *d > 0).unwrap_or(DEFAULT_FRAME_US),
-            reorder_us: reorder_us.map(|r| r.clamp(0, MAX_REORDER_US)),
+            reorder_us: None,
             gop: None,
         }
     }
@@ -523,16 +522,11 @@ impl HangReader {
             // Opus encoders default to 20 ms.
             _ => 20_000,
         };
-        // The publisher's delay bound is a frame's own duration plus its reordering.
-        let reorder_us = entry
-            .jitter_us
-            .zip(frame_us)
-            .map(|(jitter, frame)| i64::try_from(jitter).unwrap_or(i64::MAX) - frame);
         HangReader {
             container: entry.container.clone(),
             video: entry.kind == TrackKind::Video,
             wall_at_zero_us: catalog.wall_at_zero_us,
-            dts: DtsFromPts::new(frame_us, reorder_us),
+            dts: DtsFromPts::new(frame_us),
             audio_frame_us,
             last_in_group: BTreeMap::new(),
             first_group: None,
@@ -768,33 +762,6 @@ mod tests {
     }
 
     #[test]
-    fn the_catalog_jitter_tells_a_reader_the_reordering_before_a_gop_shows_it() {
-        // A stream without B-frames at 25 fps: jitter is one frame, so DTS = PTS from the
-        // first frame on; without it the reader assumes a B-pyramid's delay.
-        let catalog = Catalog {
-            format: MediaFormat::Hang,
-            ..Catalog::native("hang", 0, Vec::new())
-        };
-        let entry = |jitter_us| TrackEntry {
-            codec: Some("avc3.42c01e".into()),
-            framerate: Some([25, 1]),
-            container: Container::HangLegacy,
-            jitter_us,
-            ..TrackEntry::new("v", TrackKind::Video)
-        };
-        let dts = |jitter_us| {
-            let mut r = HangReader::new(&catalog, &entry(jitter_us));
-            r.frame(7, 0, &payload(400_000, IDR))
-                .unwrap()
-                .unwrap()
-                .header
-                .dts
-        };
-        assert_eq!(dts(Some(40_000)), 400_000);
-        assert_eq!(dts(None), 400_000 - ASSUMED_REORDER_FRAMES * 40_000);
-    }
-
-    #[test]
     fn renditions_we_cannot_read_are_listed_as_unplayable() {
         let json = r#"{"video":{"renditions":{
             "a":{"codec":"avc1.64001f","description":"01","container":{"kind":"legacy"}},
@@ -876,7 +843,7 @@ mod tests {
     fn decode_times_follow_decode_order_and_stay_at_or_below_presentation() {
         // I0 P3 B1 B2 P6 B4 B5 | I9 P12 B10 B11 at 40 ms: one B-frame run of two.
         let pts = [0, 3, 1, 2, 6, 4, 5, 9, 12, 10, 11];
-        let mut d = DtsFromPts::new(None, None);
+        let mut d = DtsFromPts::new(None);
         let dts: Vec<i64> = pts
             .iter()
             .enumerate()
@@ -888,7 +855,7 @@ mod tests {
         }
         assert_eq!(d.frame_us(), 40_000);
         // A stream without reordering: DTS = PTS once a GoP showed it.
-        let mut d = DtsFromPts::new(Some(40_000), None);
+        let mut d = DtsFromPts::new(Some(40_000));
         let dts: Vec<i64> = (0..25).map(|i| d.next(i * 40_000, i % 10 == 0)).collect();
         assert!(dts.iter().enumerate().all(|(i, t)| *t <= i as i64 * 40_000));
         let presented: Vec<i64> = (10..25).map(|i| i * 40_000).collect();
@@ -900,7 +867,7 @@ mod tests {
         // I0 P8 B4 b2 b1 b3 b6 b5 b7 (shown up to three frames early), three times: DTS
         // never decreases and, once the first GoP measured the delay, never passes PTS.
         let gop = [0, 8, 4, 2, 1, 3, 6, 5, 7];
-        let mut d = DtsFromPts::new(Some(40_000), None);
+        let mut d = DtsFromPts::new(Some(40_000));
         let mut last = i64::MIN;
         for round in 0..3 {
             for (i, &p) in gop.iter().enumerate() {
@@ -913,7 +880,7 @@ mod tests {
         }
         assert_eq!(d.reorder_us, Some(3 * 40_000));
         // A GoP of one frame (a keyframe forced for a new viewer) measures nothing.
-        let mut d = DtsFromPts::new(Some(40_000), None);
+        let mut d = DtsFromPts::new(Some(40_000));
         d.next(0, true);
         for (i, &p) in gop.iter().enumerate() {
             let pts = (1 + p) * 40_000;

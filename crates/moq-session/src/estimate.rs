@@ -82,6 +82,9 @@ pub const ACKED_WINDOW: Duration = Duration::from_millis(500);
 pub const LOSS_WINDOW: Duration = Duration::from_secs(2);
 /// The standing queue is the smallest queueing delay seen over this.
 pub const STANDING_WINDOW: Duration = Duration::from_millis(200);
+/// The queue's trough is the smallest queueing delay seen over this: longer than a
+/// keyframe's transfer on a link the stream fits.
+pub const TROUGH_WINDOW: Duration = Duration::from_secs(1);
 /// Busy intervals needed in the window for a rate.
 const MIN_PATH_EVENTS: u32 = 3;
 /// Busy time needed in the window for a rate.
@@ -138,6 +141,9 @@ pub struct PathEstimate {
     /// Smallest queueing delay of a packet acknowledged in the last [`STANDING_WINDOW`];
     /// `None` without acknowledgements in it.
     pub standing_queue_delay: Option<Duration>,
+    /// Smallest queueing delay of a packet acknowledged in the last [`TROUGH_WINDOW`];
+    /// `None` without acknowledgements in it.
+    pub queue_trough: Option<Duration>,
     /// Lost bytes over lost and acknowledged bytes in the last [`LOSS_WINDOW`].
     pub loss_rate: f64,
     /// Bytes in flight at the latest send.
@@ -345,11 +351,14 @@ impl PathEstimator {
             (Some(s), Some(m)) => s.saturating_sub(m),
             _ => Duration::ZERO,
         };
-        let standing_queue_delay = self
-            .window(now, STANDING_WINDOW)
-            .filter_map(|b| b.min_sample)
-            .min()
-            .map(|s| s.saturating_sub(min_rtt.unwrap_or(s)));
+        let smallest_queue = |window| {
+            self.window(now, window)
+                .filter_map(|b| b.min_sample)
+                .min()
+                .map(|s| s.saturating_sub(min_rtt.unwrap_or(s)))
+        };
+        let standing_queue_delay = smallest_queue(STANDING_WINDOW);
+        let queue_trough = smallest_queue(TROUGH_WINDOW);
         let (lost, acked) = self
             .window(now, LOSS_WINDOW)
             .fold((0u64, 0u64), |(l, a), b| {
@@ -368,6 +377,7 @@ impl PathEstimator {
             min_rtt,
             queue_delay,
             standing_queue_delay,
+            queue_trough,
             loss_rate: if total == 0 {
                 0.0
             } else {

@@ -43,7 +43,9 @@ pub enum System {
     /// Ours with renditions: the reference pictures encoded live by `encoder` at each bitrate of
     /// [`ABR_LADDER_KBIT`] into moqsink's video pads as one alternate group; moqsrc chooses
     /// among them by its path (`abr=auto`).
-    Abr { encoder: Encoder },
+    Abr {
+        encoder: Encoder,
+    },
 }
 
 /// The live encoder of a system that encodes the reference pictures again (`moq-adaptive*`,
@@ -547,7 +549,10 @@ mod tests {
                 Some(Encoder::Default) => ("bframes=3", "zerolatency"),
                 other => panic!("{other:?} is not a variant"),
             };
-            assert!(sender.contains(element) && !sender.contains(absent), "{sender}");
+            assert!(
+                sender.contains(element) && !sender.contains(absent),
+                "{sender}"
+            );
         }
     }
 

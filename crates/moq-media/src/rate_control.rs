@@ -15,8 +15,8 @@
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), so its queue drains; a path whose
 //!   delivery rate was measured in the last 1.5 s allows 85 % of it (QUIC, the frame
-//!   headers and a keyframe must fit), 8 % more if measured up to 6 s ago; others set no
-//!   limit. The paths' limits are combined by the policy
+//!   headers and a keyframe must fit), 8 % more if measured up to 3 s ago (the age of the
+//!   busy time it was measured on); others set no limit. The paths' limits are combined by the policy
 //!   (the slowest subscriber, or the median one).
 //! - **Cut** at once to a limit below the goal, then **hold**: no further cut until the
 //!   encoder's lag and half a second have passed (the queue keeps growing until the cut
@@ -68,7 +68,7 @@ const PACKET_BITS: f64 = 1200.0 * 8.0;
 const FRESH_US: u64 = 1_500_000;
 /// A delivery rate measured this recently still bounds the goal, a little above it: the
 /// path may have grown since.
-const STALE_US: u64 = 6_000_000;
+const STALE_US: u64 = 3_000_000;
 /// How far above a stale measurement's limit the goal may go.
 const STALE_MARGIN: f64 = 0.08;
 /// Share of the gap to a measured limit closed per second.
@@ -392,6 +392,7 @@ impl RateController {
                 if holding {
                     return None;
                 }
+                self.failure = Some((self.goal, now_us));
                 self.cut_to(now_us, path.limit);
                 return Some(Change::Cut);
             }

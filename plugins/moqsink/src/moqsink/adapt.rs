@@ -12,7 +12,9 @@ pub fn path_report(estimate: &PathEstimate) -> PathReport {
     let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     PathReport {
         delivery_bps: estimate.delivery_rate,
-        sample_age_us: estimate.path_sample_age.map(us),
+        // As old as the busy time it was measured on: a rate computed just now over the
+        // sparse window may speak of seconds ago.
+        sample_age_us: estimate.path_busy_age.or(estimate.path_sample_age).map(us),
         // The smallest recent delay: a keyframe's own burst is not a standing queue.
         queue_delay_us: estimate
             .standing_queue_delay
@@ -97,12 +99,14 @@ mod tests {
             standing_queue_delay: Some(Duration::from_millis(8)),
             queue_trough: Some(Duration::from_millis(5)),
             path_sample_age: Some(Duration::from_millis(300)),
+            path_busy_age: Some(Duration::from_millis(900)),
             ..PathEstimate::default()
         };
         let r = path_report(&estimate);
         assert_eq!(r.queue_delay_us, 8_000);
         assert_eq!(r.queue_trough_us, Some(5_000));
-        assert_eq!(r.sample_age_us, Some(300_000));
+        // The age of the busy time measured on, not of the computation.
+        assert_eq!(r.sample_age_us, Some(900_000));
         let without = PathEstimate {
             standing_queue_delay: None,
             ..estimate

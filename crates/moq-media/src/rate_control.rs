@@ -30,9 +30,12 @@
 //!   interval, so its delivery rate is never measured): a step up, held for the encoder's
 //!   lag plus the time the path's trough takes to show a queue, kept if no queue formed.
 //!   Below the level at which the path last failed (recovery after a dip), steps of 30 %
-//!   up to just under that level; there the controller waits until the failure is 12 s
-//!   old, then steps 15 % at a time. A failed probe is undone at once and the next one
-//!   waits, longer after each failure (2 s, then 3 s).
+//!   up to just under that level; near it, steps of 8 % from 4 s after the failure; with
+//!   no failure in the last 12 s, steps of 15 %. Each probe the path carries makes the next
+//!   step half again as large (up to three times), as long as no queue forms. A failed probe is undone at once and the
+//!   next one waits, longer after each failure (2 s, then 3 s). (The pacer sends no faster
+//!   than the congestion window allows, so a stream far below a grown path shows nothing
+//!   of it: raising the stream is the only way to find out.)
 //!   So a small stream finds its way up, and a stream at its floor tries again within a few
 //!   seconds.
 //! - the target is the goal over the encoder's ratio (bounded, so a stream whose content
@@ -90,6 +93,10 @@ const FREE_STEP: f64 = 0.15;
 const FAILURE_TTL_US: u64 = 12_000_000;
 /// Probes go up to this share of the failure level while it is remembered.
 const NEAR_FAILURE: f64 = 0.92;
+/// Near the failure level, the next (small) probe waits this long after the failure.
+const NEAR_FAILURE_WAIT_US: u64 = 4_000_000;
+/// Largest multiple of the base step a run of carried probes grows it to.
+const MAX_ACCELERATION: f64 = 3.0;
 /// Wait before the next probe after a failed one, doubling up to the maximum.
 const PROBE_BACKOFF_US: (u64, u64) = (2_000_000, 3_000_000);
 /// Ratios of output to target the target compensates for.
@@ -202,6 +209,8 @@ pub struct RateController {
     probe_backoff_us: u64,
     /// The goal at which the path last failed, and when.
     failure: Option<(f64, u64)>,
+    /// Probes in a row the path carried since it last queued.
+    probes_carried: u32,
 }
 
 impl RateController {
@@ -225,7 +234,16 @@ impl RateController {
             next_probe_us: 0,
             probe_backoff_us: PROBE_BACKOFF_US.0,
             failure: None,
+            probes_carried: 0,
         }
+    }
+
+    /// How much larger than its base a probe step is after probes the path carried in a
+    /// row: half again per probe, at most [`MAX_ACCELERATION`] times.
+    fn acceleration(&self) -> f64 {
+        1.5f64
+            .powi(self.probes_carried.min(8) as i32)
+            .min(MAX_ACCELERATION)
     }
 
     /// The target the encoder was last given, bit/s.
@@ -335,6 +353,7 @@ impl RateController {
 
     fn overloaded(&mut self, now_us: u64, path: View) -> Option<Change> {
         let lag = self.model.lag_us();
+        self.probes_carried = 0;
         if let Some(probe) = self.probe.take() {
             // The step was too much: back to where it came from (or lower, if the path
             // carries less), and wait longer before the next one.
@@ -377,9 +396,10 @@ impl RateController {
             }
             self.probe = None;
             if path.clear {
-                // The path carried the step: the next may follow at once.
+                // The path carried the step: the next may follow at once, larger.
                 self.probe_backoff_us = PROBE_BACKOFF_US.0;
                 self.next_probe_us = now_us;
+                self.probes_carried = self.probes_carried.saturating_add(1);
             }
         }
         if path.fresh && path.limit.is_finite() {
@@ -414,9 +434,10 @@ impl RateController {
             Some((failed, _)) if self.goal < NEAR_FAILURE * failed * (1.0 - PROBE_STEP) => {
                 (self.goal * (1.0 + RECOVER_STEP)).min(NEAR_FAILURE * failed)
             }
-            // Near the level that failed lately: wait until the failure is forgotten.
-            Some(_) => return None,
-            None => self.goal * (1.0 + FREE_STEP),
+            // Near the level that failed lately: a small step, not before a while.
+            Some((_, at)) if now_us < at.saturating_add(NEAR_FAILURE_WAIT_US) => return None,
+            Some(_) => self.goal * (1.0 + PROBE_STEP * self.acceleration()),
+            None => self.goal * (1.0 + FREE_STEP * self.acceleration()),
         };
         self.probe = Some(Probe {
             from: self.goal,

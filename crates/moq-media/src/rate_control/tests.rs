@@ -109,8 +109,8 @@ fn a_constant_link_converges_without_oscillating() {
 fn a_constant_link_measured_now_and_then_is_probed_within_bounds() {
     // Measured every 6 s; in between the measurement ages and the controller probes, and
     // the path queues once the stream exceeds it. The failed level is remembered: probes
-    // stay below it, so the target keeps within 20 % and never falls below what the path
-    // was measured to allow.
+    // near it are small and rare, so the target spends little time above the link and
+    // never falls below what the path was measured to allow.
     let mut c = RateController::new(config());
     let mut trace = Vec::new();
     for i in 0..=900u64 {
@@ -129,8 +129,11 @@ fn a_constant_link_measured_now_and_then_is_probed_within_bounds() {
         .map(|(_, r)| *r)
         .collect();
     let (lo, hi) = (*late.iter().min().unwrap(), *late.iter().max().unwrap());
+    let above = late.iter().filter(|r| **r > 500_000).count();
+    eprintln!("{lo}..{hi}, above the link {above} of {}", late.len());
     assert!(lo >= 400_000, "{lo}..{hi}");
-    assert!((hi - lo) as f64 / (lo as f64) < 0.20, "{lo}..{hi}");
+    assert!((hi - lo) as f64 / (lo as f64) < 0.35, "{lo}..{hi}");
+    assert!(above * 100 <= late.len() * 15, "{above} of {}", late.len());
 }
 
 #[test]

@@ -304,7 +304,7 @@ impl Sim {
                 self.path.send(now, bytes);
                 self.controller.on_frame(now, bytes, key);
             }
-            if now % REPORT_US == 0 {
+            if now.is_multiple_of(REPORT_US) {
                 let report = self.path.report(now);
                 if let Some((target, why)) = self.controller.update(now, &[report]) {
                     self.changes.push((now as f64 / 1e6, target, why));

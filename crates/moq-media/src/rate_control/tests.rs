@@ -233,7 +233,7 @@ fn teach(encoder: &mut SimEncoder, seconds: f64, period_s: f64, a: f64, b: f64) 
         let phase = (now as f64 / 1e6 / period_s) as u64;
         if phase != switched {
             switched = phase;
-            target = if phase % 2 == 0 { a } else { b };
+            target = if phase.is_multiple_of(2) { a } else { b };
             model.on_target(now, target);
         }
         let (bytes, key) = encoder.frame(target);

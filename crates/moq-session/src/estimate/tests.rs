@@ -185,7 +185,7 @@ fn a_rate_measured_on_old_busy_time_says_how_old_it_is() {
     e.on_sent(at(0.0), 1200, 1200);
     e.on_ack(at(0.05), at(0.0), 1200, false);
     e.on_rtt(at(0.05), secs(0.05), secs(0.05), secs(0.05));
-    let mut ack_event = |e: &mut PathEstimator, t: f64, queue: f64| {
+    let ack_event = |e: &mut PathEstimator, t: f64, queue: f64| {
         for _ in 0..2 {
             e.on_ack(at(t), at(t - 0.05 - queue), 1200, false);
         }

@@ -331,7 +331,8 @@ def plot_adaptation(profile, rates, path, latency=None):
         lat.set_yscale("log")
         lat.grid(alpha=0.3)
         lat.legend(fontsize=7)
-    save_rate_plot(fig, ax, f"{profile}: encoder target and path estimate against the link rate", path)
+    save_rate_plot(fig, ax, f"{profile}: encoder target and path estimate against the link rate", path,
+                   lat if latency else None)
 
 
 def floor_episodes(rows, steps, floor=FLOOR_KBIT, window=5.0):
@@ -437,9 +438,8 @@ def adaptation_section(out, summaries, profile, plots, all_runs=None):
 
 def variant_rows(out, summaries, profile, profiles_dir=PROFILES):
     """Per adaptive system on `profile` (typical repetition): frames intact, latency, stalls per
-    minute, intact bitrate against the link's mean, time at the floor and the longest time
-    at the floor while the link's mean over 5 s was above twice the floor (median over the
-    repetitions, with their range)."""
+    minute, intact bitrate against the link's mean, and per repetition the time at the floor
+    and the time starved there (`floor_episodes`)."""
     steps = profile_steps(profile, profiles_dir)
     rows = []
     for (system, p), runs_ in sorted(repetitions(summaries).items()):
@@ -480,8 +480,9 @@ def variants_section(out, summaries, profiles, profiles_dir=PROFILES):
         if not md:
             md += ["## Rate control per encoder", "",
                    "Frames = rendered intact ÷ captured; delivered = intact media bitrate ÷ the link's mean rate; "
-                   f"floor = time the target sat at the floor ({FLOOR_KBIT:.0f} kbit/s); starved = the longest of "
-                   "those stretches while the link's mean over the last 5 s was above twice the floor.", ""]
+                   f"floor = time the target sat at the floor ({FLOOR_KBIT:.0f} kbit/s); starved = time covered by 5 s "
+                   "stretches at the floor throughout while the link's mean over the same 5 s was above twice the "
+                   "floor (goal: 0). Medians over the repetitions, ranges in brackets for floor and starved.", ""]
         md.append(f"### {profile}")
         md.append("")
         md.append("| system | encoder | frames | mean (ms) | p95 (ms) | stalls/min | delivered | floor (s) | starved (s) |")
@@ -502,9 +503,10 @@ def load_renditions(path):
         return [(int(r["unix_us"]) / 1e6, int(r["kbit"])) for r in csv.DictReader(f)]
 
 
-def save_rate_plot(fig, ax, title, path):
-    """Labels a plot of kbit/s against the link trace's time and writes it to `path`."""
-    ax.set_xlabel("time since the link's trace started (s)")
+def save_rate_plot(fig, ax, title, path, time_ax=None):
+    """Labels a plot of kbit/s against the link trace's time (on `time_ax`, the bottom
+    panel, when not `ax`) and writes it to `path`."""
+    (time_ax or ax).set_xlabel("time since the link's trace started (s)")
     ax.set_ylabel("kbit/s")
     ax.set_title(title)
     ax.grid(alpha=0.3)

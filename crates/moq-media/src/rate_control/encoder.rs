@@ -50,6 +50,8 @@ pub const PRIOR_LAG_US: u64 = 1_000_000;
 pub const MAX_LAG_US: u64 = 4_000_000;
 /// Smoothing of the ratio, µs (its time constant).
 const RATIO_TAU_US: f64 = 4_000_000.0;
+/// Without a frame for this long the stream has stopped: no ratio is learned.
+const STOPPED_US: u64 = 500_000;
 /// Ratios believed.
 const RATIO_RANGE: (f64, f64) = (0.2, 3.0);
 
@@ -175,7 +177,12 @@ impl EncoderModel {
             .target_since_us
             .saturating_add(self.lag_us)
             .saturating_add(window);
-        if now_us < settled || self.target <= 0.0 {
+        // A stream that stopped (a stalled source, EOS) says nothing of the encoder.
+        let flowing = self
+            .frames
+            .back()
+            .is_some_and(|f| now_us.saturating_sub(f.at_us) <= STOPPED_US);
+        if now_us < settled || self.target <= 0.0 || !flowing {
             return;
         }
         let sample = (rate / self.target).clamp(RATIO_RANGE.0, RATIO_RANGE.1);

@@ -271,6 +271,20 @@ fn the_ratio_and_the_output_rate_are_learned_over_whole_gops() {
     assert!((output / 420e3 - 1.0).abs() < 0.06, "{output}");
 }
 
+#[test]
+fn a_stream_that_stops_teaches_no_ratio() {
+    let mut encoder = SimEncoder::new(2, 1.0, 4.0, false);
+    let mut model = teach(&mut encoder, 10.0, 100.0, 600e3, 600e3);
+    let before = model.ratio().unwrap();
+    // No frame for 5 s: the output over the window falls to nothing, the ratio stays
+    // (but for the half second before the stream counts as stopped).
+    for i in 1..=50 {
+        model.tick(10 * S + i * 100_000);
+    }
+    let after = model.ratio().unwrap();
+    assert!((after / before - 1.0).abs() < 0.1, "{before} -> {after}");
+}
+
 // The controller with a simulated encoder and path.
 
 fn sim(encoder: SimEncoder, rate: impl Fn(u64) -> f64 + 'static) -> Sim {

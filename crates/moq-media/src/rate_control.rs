@@ -30,14 +30,15 @@
 //!   interval, so its delivery rate is never measured): a step up, held for the encoder's
 //!   lag plus the time the path's trough takes to show a queue, kept if no queue formed.
 //!   Below the level at which the path last failed (recovery after a dip), steps of 30 %
-//!   up to just under that level; near it, steps of 8 % from 4 s after the failure; with
-//!   no failure in the last 12 s, steps of 15 %. Each probe the path carries makes the next
-//!   step half again as large (up to three times), as long as no queue forms. A failed probe is undone at once and the
-//!   next one waits, longer after each failure (2 s, then 3 s). (The pacer sends no faster
-//!   than the congestion window allows, so a stream far below a grown path shows nothing
-//!   of it: raising the stream is the only way to find out.)
-//!   So a small stream finds its way up, and a stream at its floor tries again within a few
-//!   seconds.
+//!   up to just under that level; near it, steps of 8 % from 4 s after the failure (8 s,
+//!   16 s after repeated failures there); with no failure in the last 12 s, steps of 15 %.
+//!   Each probe the path carries makes the next step half again as large (up to three
+//!   times). A probe fails on the first standing queue (the smallest delay over 200 ms),
+//!   without waiting for the second-long trough; it is undone at once and the next one
+//!   waits, longer after each failure (2 s, then 3 s). (The pacer sends no faster than the
+//!   congestion window allows, so a stream far below a grown path shows nothing of it:
+//!   raising the stream is the only way to find out.) So a small stream finds its way up,
+//!   and a stream at its floor tries again within a few seconds.
 //! - the target is the goal over the encoder's ratio (bounded, so a stream whose content
 //!   cannot reach the target is not pushed far above it), within the configured minimum and
 //!   maximum; changes below 2 % are not worth reconfiguring the encoder.
@@ -93,7 +94,8 @@ const FREE_STEP: f64 = 0.15;
 const FAILURE_TTL_US: u64 = 12_000_000;
 /// Probes go up to this share of the failure level while it is remembered.
 const NEAR_FAILURE: f64 = 0.92;
-/// Near the failure level, the next (small) probe waits this long after the failure.
+/// Near the failure level, the next (small) probe waits this long after the failure,
+/// twice and four times as long after the second and third failure there in a row.
 const NEAR_FAILURE_WAIT_US: u64 = 4_000_000;
 /// Largest multiple of the base step a run of carried probes grows it to.
 const MAX_ACCELERATION: f64 = 3.0;
@@ -172,6 +174,9 @@ struct View {
     /// The output rate the path allows, bit/s (infinite: no limit known).
     limit: f64,
     overloaded: bool,
+    /// The standing queue (the smallest delay over 200 ms) is high: a probe step too
+    /// large shows here first.
+    queueing: bool,
     /// Queue short enough to probe above.
     clear: bool,
     /// The delivery rate was measured lately: the limit is a measurement.
@@ -211,6 +216,9 @@ pub struct RateController {
     failure: Option<(f64, u64)>,
     /// Probes in a row the path carried since it last queued.
     probes_carried: u32,
+    /// Probes that failed in a row near the same level: the wait before the next one
+    /// there doubles with each.
+    failures_near: u32,
 }
 
 impl RateController {
@@ -235,6 +243,7 @@ impl RateController {
             probe_backoff_us: PROBE_BACKOFF_US.0,
             failure: None,
             probes_carried: 0,
+            failures_near: 0,
         }
     }
 
@@ -285,6 +294,7 @@ impl RateController {
         let queue = path.queue_trough_us.unwrap_or(path.queue_delay_us);
         let overloaded =
             queue > QUEUE_HIGH_US.saturating_add(packet_us) || path.loss_rate > LOSS_HIGH;
+        let queueing = overloaded || path.queue_delay_us > QUEUE_HIGH_US.saturating_add(packet_us);
         let clear =
             queue <= QUEUE_CLEAR_US.saturating_add(packet_us) && path.loss_rate <= LOSS_HIGH / 2.0;
         let age = path.sample_age_us.filter(|_| path.delivery_bps.is_some());
@@ -310,6 +320,7 @@ impl RateController {
         Some(View {
             limit,
             overloaded,
+            queueing,
             clear,
             fresh,
         })
@@ -343,8 +354,21 @@ impl RateController {
         {
             self.failure = None;
         }
+        // A probe fails on the first standing queue; otherwise only a queue that does not
+        // empty within a second counts.
+        let failing_probe = self.probe.is_some() && path.queueing;
         let change = if path.overloaded {
             self.overloaded(now_us, path)
+        } else if failing_probe {
+            // Undone to where it came from (the limit of an overloaded path is what it
+            // carries; this one's is not known yet).
+            self.overloaded(
+                now_us,
+                View {
+                    limit: f64::INFINITY,
+                    ..path
+                },
+            )
         } else {
             self.not_overloaded(now_us, elapsed_us, path)
         };
@@ -356,7 +380,16 @@ impl RateController {
         self.probes_carried = 0;
         if let Some(probe) = self.probe.take() {
             // The step was too much: back to where it came from (or lower, if the path
-            // carries less), and wait longer before the next one.
+            // carries less), and wait longer before the next one; longer still near a
+            // level that failed before.
+            let again = self
+                .failure
+                .is_some_and(|(failed, _)| probe.level <= failed * (1.0 + 2.0 * PROBE_STEP));
+            self.failures_near = if again {
+                self.failures_near.saturating_add(1)
+            } else {
+                0
+            };
             self.failure = Some((probe.level, now_us));
             self.next_probe_us = now_us.saturating_add(self.probe_backoff_us);
             self.probe_backoff_us = (self.probe_backoff_us * 3 / 2).min(PROBE_BACKOFF_US.1);
@@ -435,7 +468,12 @@ impl RateController {
                 (self.goal * (1.0 + RECOVER_STEP)).min(NEAR_FAILURE * failed)
             }
             // Near the level that failed lately: a small step, not before a while.
-            Some((_, at)) if now_us < at.saturating_add(NEAR_FAILURE_WAIT_US) => return None,
+            Some((_, at))
+                if now_us
+                    < at.saturating_add(NEAR_FAILURE_WAIT_US << self.failures_near.min(2)) =>
+            {
+                return None;
+            }
             Some(_) => self.goal * (1.0 + PROBE_STEP * self.acceleration()),
             None => self.goal * (1.0 + FREE_STEP * self.acceleration()),
         };

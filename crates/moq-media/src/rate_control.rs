@@ -14,9 +14,9 @@
 //!   above the minimum round trip measured on a faster link), or loss above 5 %. An
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), so its queue drains; a path whose
-//!   delivery rate was measured in the last 1.5 s allows 85 % of it (QUIC, the frame
-//!   headers and a keyframe must fit), 8 % more if measured up to 3 s ago (the age of the
-//!   busy time it was measured on); others set no limit. The paths' limits are combined by the policy
+//!   delivery rate was measured on busy time at most 2.5 s old allows 85 % of it (QUIC,
+//!   the frame headers and a keyframe must fit), 8 % more up to 4.5 s; others set no
+//!   limit. The paths' limits are combined by the policy
 //!   (the slowest subscriber, or the median one).
 //! - **Cut** at once to a limit below the goal, then **hold**: no further cut until the
 //!   encoder's lag and half a second have passed (the queue keeps growing until the cut
@@ -68,11 +68,13 @@ const BACKOFF: f64 = 0.8;
 const COLLAPSE: f64 = 0.7;
 /// Bits of a full packet, for the time the path takes for one.
 const PACKET_BITS: f64 = 1200.0 * 8.0;
-/// A delivery rate measured this recently limits and lifts the goal.
-const FRESH_US: u64 = 1_500_000;
+/// A delivery rate measured this recently limits and lifts the goal. The age is that of
+/// the busy time it was measured on: over the estimator's sparse window (3 s) a stream
+/// that fills the path now and then measures it at a mean age of 1–2 s.
+const FRESH_US: u64 = 2_500_000;
 /// A delivery rate measured this recently still bounds the goal, a little above it: the
 /// path may have grown since.
-const STALE_US: u64 = 3_000_000;
+const STALE_US: u64 = 4_500_000;
 /// How far above a stale measurement's limit the goal may go.
 const STALE_MARGIN: f64 = 0.08;
 /// Share of the gap to a measured limit closed per second.

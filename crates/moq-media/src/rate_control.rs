@@ -384,15 +384,19 @@ impl RateController {
             // The step was too much: back to where it came from (or lower, if the path
             // carries less), and wait longer before the next one; longer still near a
             // level that failed before.
+            // The path carried `from` and not the step's level: its limit lies between,
+            // so the failure is put just above `from` (at the step's level, recovery
+            // probes would aim above what the path carries).
+            let failed = (probe.from * (1.0 + PROBE_STEP)).min(probe.level);
             let again = self
                 .failure
-                .is_some_and(|(failed, _)| probe.level <= failed * (1.0 + 2.0 * PROBE_STEP));
+                .is_some_and(|(before, _)| failed <= before * (1.0 + 2.0 * PROBE_STEP));
             self.failures_near = if again {
                 self.failures_near.saturating_add(1)
             } else {
                 0
             };
-            self.failure = Some((probe.level, now_us));
+            self.failure = Some((failed, now_us));
             self.next_probe_us = now_us.saturating_add(self.probe_backoff_us);
             self.probe_backoff_us = (self.probe_backoff_us * 3 / 2).min(PROBE_BACKOFF_US.1);
             self.cut_to(now_us, path.limit.min(probe.from));

@@ -305,3 +305,38 @@ class FanoutVerdicts(unittest.TestCase):
     def test_a_lost_object_fails_the_goal(self):
         goal = report.fanout_verdicts([fanout_file(None, 5.0, received=2399)], ["current"])[-1]
         self.assertTrue(goal.endswith("— not met"))
+
+
+class EncoderVariants(unittest.TestCase):
+    def test_the_variant_is_the_name_suffix_and_plain_names_are_zerolatency(self):
+        self.assertEqual(report.encoder_variant("moq-adaptive"), "zerolatency")
+        self.assertEqual(report.encoder_variant("moq-adaptive-delay"), "zerolatency")
+        self.assertEqual(report.encoder_variant("moq-adaptive-delay-default"), "default")
+        self.assertEqual(report.encoder_variant("moq-abr-openh264"), "openh264")
+        self.assertIsNone(report.encoder_variant("moq-skip-gops"))
+
+
+class FloorEpisodes(unittest.TestCase):
+    STEPS = [(0.0, 10.0, 1000), (10.0, 20.0, 200), (20.0, 40.0, 1000)]
+
+    def rates(self, target_at):
+        return [(i / 10, target_at(i / 10), 0.0) for i in range(400)]
+
+    def test_the_floor_on_a_slow_link_is_not_starving(self):
+        # At the floor while the link is at 200 kbit/s and a little after: no 5 s at the
+        # floor has a mean link rate above 300.
+        total, starved = report.floor_episodes(self.rates(lambda t: 150 if 10 <= t < 15.5 else 500), self.STEPS)
+        self.assertAlmostEqual(total, 5.5, delta=0.2)
+        self.assertEqual(starved, 0.0)
+
+    def test_five_seconds_at_the_floor_on_a_fast_link_starve(self):
+        total, starved = report.floor_episodes(self.rates(lambda t: 150 if t >= 10 else 500), self.STEPS)
+        self.assertAlmostEqual(total, 30.0, delta=0.2)
+        # The 5 s from 15.7 s on have a mean above 300 kbit/s (0.7 s at 1000): starved from
+        # then to the end.
+        self.assertAlmostEqual(starved, 39.9 - 15.7, delta=0.3)
+
+    def test_the_mean_link_rate_over_a_window_holds_the_last_step_after_the_trace(self):
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, 8.0, 12.0), 600.0)
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, -3.0, 2.0), 1000.0)
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, 38.0, 42.0), 1000.0)

@@ -652,7 +652,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // A live-encoding sender's frames have the sizes its (first) encoder gave them; with
     // renditions, a frame received has the size of the rendition it came in.
     let sizes = read_sizes(&sender_file(&avail_path, "sizes"))?;
-    let received_sizes = spec.system == &System::Abr;
+    let received_sizes = matches!(spec.system, System::Abr { .. });
     // A live encoder's frames are not the reference's kinds: which pictures reference
     // which (for `intact`) is what arrived. A frame that never did counts as referenced,
     // as every frame of these encoders (no B frames) is.
@@ -731,7 +731,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     };
     let mut summary = summarize(&rows, &facts);
     summary.av = av;
-    if spec.system == &System::Abr {
+    if matches!(spec.system, System::Abr { .. }) {
         summary.abr = Some(rendition_log(
             &frames_dir.join(format!("{name}.renditions.csv")),
             &seen,
@@ -1195,7 +1195,12 @@ impl LiveEncoding {
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sampler = match (system.is_adaptive(), at_raw) {
-            (true, _) => Some(sample_rates(pipeline, create("rate")?, stop.clone())?),
+            (true, _) => Some(sample_rates(
+                pipeline,
+                create("rate")?,
+                system.encoder().unwrap_or_default().bitrate_unit(),
+                stop.clone(),
+            )?),
             (false, Some(at_raw)) => Some(attach_webrtc(
                 pipeline,
                 addr.port(),
@@ -1376,10 +1381,11 @@ fn encoder_input_probe(
 }
 
 /// Samples the adaptive sender's encoder target, moqsink's estimate and the encoder's
-/// bitrate into `rates` every 100 ms until `stop`.
+/// bitrate (its property in units of `unit` bit/s) into `rates` every 100 ms until `stop`.
 fn sample_rates(
     pipeline: &gst::Pipeline,
     rates: SharedLog,
+    unit: u64,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     let (sink, enc) = (
@@ -1393,6 +1399,7 @@ fn sample_rates(
             let target: u64 = sink.property("target-bitrate");
             let estimated: u64 = sink.property("estimated-bitrate");
             let encoder: u32 = enc.property("bitrate");
+            let encoder = u64::from(encoder) * unit / 1000;
             let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
             std::thread::sleep(Duration::from_millis(100));
         }

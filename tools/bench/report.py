@@ -316,9 +316,16 @@ def frame_latency(rows, trace_start_s):
     return [(r["available"] - trace_start_s, (r["rendered"] - r["available"]) * 1000) for r in rows if r["rendered"]]
 
 
-def plot_adaptation(profile, rates, path, latency=None):
+def load_playout(path):
+    """[(unix s, target ms, buffering ms)] of moqsrc's adaptive playout (its `moq-playout` messages)."""
+    with open(path) as f:
+        return [(int(r["unix_us"]) / 1e6, float(r["target_ms"]), float(r["delay_ms"])) for r in csv.DictReader(f)]
+
+
+def plot_adaptation(profile, rates, path, latency=None, playout=None):
     """Target and estimate per system against the link rate; with `latency` (system ->
-    [(s, ms)]) a second panel of each frame's latency on the same time axis."""
+    [(s, ms)]) a second panel of each frame's latency on the same time axis, and on it with
+    `playout` (system -> [(s, target ms, buffering ms)]) moqsrc's playout target."""
     if latency:
         fig, (ax, lat) = plt.subplots(2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     else:
@@ -333,6 +340,9 @@ def plot_adaptation(profile, rates, path, latency=None):
         for system, points in sorted(latency.items()):
             lat.plot([p[0] for p in points], [p[1] for p in points], ".", markersize=1.5,
                      color=colors.get(system), label=f"{system} latency")
+        for system, points in sorted((playout or {}).items()):
+            lat.step([p[0] for p in points], [p[1] for p in points], where="post", linewidth=1,
+                     color=colors.get(system), label=f"{system} playout target")
         lat.set_ylabel("latency (ms)")
         lat.set_yscale("log")
         lat.grid(alpha=0.3)
@@ -422,14 +432,18 @@ def adaptation_section(out, summaries, profile, plots, all_runs=None):
     for variant in ENCODER_VARIANTS:
         if variant not in by_variant:
             continue
-        latency = {}
+        latency, playout = {}, {}
         for system in by_variant[variant]:
             s = next((s for s in summaries if s["system"] == system and s["profile"] == profile), None)
             rows = (all_runs or {}).get((system, profile, 0))
             if s and rows and s.get("trace_start_us"):
-                latency[system] = frame_latency(rows, s["trace_start_us"] / 1e6)
+                t0 = s["trace_start_us"] / 1e6
+                latency[system] = frame_latency(rows, t0)
+                path = os.path.join(out, "frames", f"{system}__{profile}__0.playout.csv")
+                if os.path.exists(path):
+                    playout[system] = [(t - t0, target, delay) for (t, target, delay) in load_playout(path)]
         name = f"adaptation_{profile}_{variant}.png"
-        plot_adaptation(profile, by_variant[variant], os.path.join(plots, name), latency)
+        plot_adaptation(profile, by_variant[variant], os.path.join(plots, name), latency, playout)
         md += [f"![adaptation {profile}, {variant} encoder](plots/{name})", ""]
     steps = profile_steps(profile)
     if len(steps) > 1 and len(steps) <= 20:
@@ -465,6 +479,7 @@ def variant_rows(out, summaries, profile, profiles_dir=PROFILES):
             "intact": intact_share(s),
             "mean_ms": s["latency_mean_ms"],
             "p95_ms": s["latency_p95_ms"],
+            "published_ms": s.get("published_latency_mean_ms"),
             "stalls_per_min": s["stalls"] / minutes if minutes else 0.0,
             "link_share": s["intact_kbit"] / link if link and s.get("intact_kbit") is not None else None,
             "floor_s": [f[0] for f in floors],
@@ -485,19 +500,24 @@ def variants_section(out, summaries, profiles, profiles_dir=PROFILES):
             continue
         if not md:
             md += ["## Rate control per encoder", "",
-                   "Frames = rendered intact ÷ captured; delivered = intact media bitrate ÷ the link's mean rate; "
+                   "Frames = rendered intact ÷ captured; mean and p95 latency from the picture handed to the "
+                   "encoder; from moqsink = mean latency from the encoded frame reaching moqsink (the elements' "
+                   "own definition: what the encoder holds back is not counted); delivered = intact media bitrate "
+                   "÷ the link's mean rate; "
                    f"floor = time the target sat at the floor ({FLOOR_KBIT:.0f} kbit/s); starved = time covered by 5 s "
                    "stretches at the floor throughout while the link's mean over the same 5 s was above twice the "
                    "floor (goal: 0). Medians over the repetitions, ranges in brackets for floor and starved.", ""]
         md.append(f"### {profile}")
         md.append("")
-        md.append("| system | encoder | frames | mean (ms) | p95 (ms) | stalls/min | delivered | floor (s) | starved (s) |")
-        md.append("|---|---|---|---|---|---|---|---|---|")
+        md.append("| system | encoder | frames | mean (ms) | p95 (ms) | from moqsink (ms) | stalls/min | delivered "
+                  "| floor (s) | starved (s) |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             share = f"{r['link_share']:.0%}" if r["link_share"] is not None else "–"
             md.append(
                 f"| {r['system']} | {r['variant']} | {r['intact']:.1%} | {r['mean_ms']:.0f} | {r['p95_ms']:.0f} "
-                f"| {r['stalls_per_min']:.1f} | {share} | {spread(r['floor_s'], 1)} | {spread(r['starved_s'], 1)} |"
+                f"| {fmt(r['published_ms'])} | {r['stalls_per_min']:.1f} | {share} | {spread(r['floor_s'], 1)} "
+                f"| {spread(r['starved_s'], 1)} |"
             )
         md.append("")
     return md

@@ -340,3 +340,21 @@ class FloorEpisodes(unittest.TestCase):
         self.assertAlmostEqual(report.mean_link_between(self.STEPS, 8.0, 12.0), 600.0)
         self.assertAlmostEqual(report.mean_link_between(self.STEPS, -3.0, 2.0), 1000.0)
         self.assertAlmostEqual(report.mean_link_between(self.STEPS, 38.0, 42.0), 1000.0)
+
+
+class Playout(unittest.TestCase):
+    def test_the_playout_log_reads_back_as_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.playout.csv")
+            with open(path, "w") as f:
+                f.write("unix_us,target_ms,delay_ms\n1000000,240.5,400.0\n2500000,180.0,350.2\n")
+            self.assertEqual(report.load_playout(path), [(1.0, 240.5, 400.0), (2.5, 180.0, 350.2)])
+
+    def test_the_variant_table_shows_the_latency_from_moqsink(self):
+        runs_ = [summary("moq-adaptive-default", "const_500", r, 1400.0 + r,
+                         published_latency_mean_ms=300.0 + r, stalls=0, intact_kbit=400.0) for r in range(3)]
+        with tempfile.TemporaryDirectory() as d:
+            rows = report.variant_rows(d, runs_, "const_500", PROFILES)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["mean_ms"], 1401.0)
+        self.assertEqual(rows[0]["published_ms"], 301.0)

@@ -1,4 +1,4 @@
-//! Metrics of one run from its per-frame rows (DESIGN.md §7). Pure: no clock, no I/O.
+//! Metrics of one run from its per-frame rows (docs/metrics.md). Pure: no clock, no I/O.
 
 use std::collections::HashMap;
 
@@ -435,7 +435,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
     }
 }
 
-/// Fluid model (DESIGN.md §7): an in-order stream whose frame `i` of `sizes[i]` bytes is
+/// Fluid model (docs/metrics.md): an in-order stream whose frame `i` of `sizes[i]` bytes is
 /// produced at `i / fps` s, drained by a link of rate `kbit_at(t)` (0 = unlimited). Returns
 /// each frame's model latency, s: when its last byte leaves the link minus when it was
 /// produced, held at its running maximum, because a player at 1× that never skips (the

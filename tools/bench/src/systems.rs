@@ -11,8 +11,8 @@ use crate::{moq_gst, webrtc};
 pub const RECEIVER_LATENCY_MS: u32 = 100;
 
 /// moqsink's backlog budget in the benchmark: high enough never to bind, so our modes
-/// behave as the thesis's (the in-order baseline's latency grows without bound); the
-/// default budget is a memory safety net the thesis did not have.
+/// behave as the source thesis's (the in-order baseline's latency grows without bound); the
+/// default budget is a memory safety net the source thesis did not have.
 pub const MAX_BACKLOG_MS: u32 = 600_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl System {
         }
     }
 
-    /// Our four modes, with the receiver the thesis paired them with.
+    /// Our four modes, with the receiver the source thesis paired them with.
     pub fn ours() -> Vec<System> {
         ["baseline", "deprioritize-b", "skip-gops", "combined"]
             .into_iter()

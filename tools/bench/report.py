@@ -421,6 +421,88 @@ def convergence(rows, steps, headroom=0.85, ceiling=1200.0):
     return out
 
 
+def recovery_episodes(steps):
+    """[(down s, up s, level kbit/s)]: each step back up to a rate, with the latest step down
+    from that rate before it (the episode the link recovered from)."""
+    episodes = []
+    downs = []
+    for (prev, cur) in zip(steps, steps[1:]):
+        start, _, kbit = cur
+        if kbit < prev[2]:
+            downs.append((start, prev[2]))
+        elif kbit > prev[2]:
+            down = next((d for d in reversed(downs) if d[1] == kbit), None)
+            if down:
+                episodes.append((down[0], start, kbit))
+    return episodes
+
+
+def median_between(points, start, end):
+    """The median of the values of `points` ([(s, value)]) from `start` to `end` s, if any."""
+    values = sorted(v for (t, v) in points if start <= t < end)
+    return values[len(values) // 2] if values else None
+
+
+def recovery(latency, steps, window=5.0, margin_ms=50.0, within=10.0):
+    """Per recovery episode (`recovery_episodes`): the median latency (ms) over the `window`
+    before the step down, and how long after the step back up the median over a `window`
+    starting there first came within `margin_ms` of it (None if not within `within` s).
+    `latency` is [(s since the trace started, ms)] by availability."""
+    out = []
+    for (down, up, kbit) in recovery_episodes(steps):
+        before = median_between(latency, down - window, down)
+        back = None
+        if before is not None:
+            t = up
+            while t <= up + within:
+                after = median_between(latency, t, t + window)
+                if after is not None and after <= before + margin_ms:
+                    back = t - up
+                    break
+                t += 0.25
+        out.append((down, up, kbit, before, back))
+    return out
+
+
+def recovery_section(summaries, all_runs, profile, profiles_dir=PROFILES):
+    """Markdown: for the systems with a rate log, after each step back up of `profile`, the
+    time until the 5 s median latency was back within 50 ms of its value before the step
+    down (goal: within 10 s); the median over the repetitions with their range."""
+    steps = profile_steps(profile, profiles_dir)
+    episodes = recovery_episodes(steps)
+    if not episodes:
+        return []
+    by_system = {}
+    for s in summaries:
+        rows = (all_runs or {}).get((s["system"], profile, s["repetition"]))
+        if s["profile"] != profile or not has_rate_log(s["system"]) or not rows or not s.get("trace_start_us"):
+            continue
+        latency = frame_latency(rows, s["trace_start_us"] / 1e6)
+        by_system.setdefault(s["system"], []).append(recovery(latency, steps))
+    if not by_system:
+        return []
+    md = ["Recovery: how long after the link came back up the 5 s median latency was within 50 ms of "
+          "its value before the step down (goal: within 10 s; medians over the repetitions, ranges in "
+          "brackets; the median latency before the step in parentheses).", "",
+          "| system | " + " | ".join(f"{d:.0f} s down, {u:.0f} s back at {k} kbit/s" for (d, u, k) in episodes) + " |",
+          "|---|" + "---|" * len(episodes)]
+    for system, per_rep in sorted(by_system.items()):
+        cells = []
+        for i in range(len(episodes)):
+            befores = [rep[i][3] for rep in per_rep if rep[i][3] is not None]
+            backs = [rep[i][4] for rep in per_rep if rep[i][3] is not None]
+            if not befores:
+                cells.append("–")
+                continue
+            missed = sum(1 for b in backs if b is None)
+            within = spread([b for b in backs if b is not None], 1) + " s" if missed < len(backs) else ""
+            note = f"**{missed} of {len(backs)} not within 10 s**" if missed else ""
+            cells.append(" ".join(x for x in [within, note] if x) + f" ({median(befores):.0f} ms)")
+        md.append(f"| {system} | " + " | ".join(cells) + " |")
+    md.append("")
+    return md
+
+
 def adaptation_section(out, summaries, profile, plots, all_runs=None):
     rates = adaptive_rates(out, summaries, profile)
     if not rates:
@@ -1499,6 +1581,7 @@ def main():
                 md.append(f"![stages {profile}](plots/stages_{profile}.png)")
             md.append("")
         md.extend(adaptation_section(out, first, profile, plots, all_runs))
+        md.extend(recovery_section(summaries, all_runs, profile))
         md.extend(abr_section(out, first, profile, plots))
     md.extend(av_section(summaries))
     md.extend(comparator_check(summaries, all_runs, PROFILES))

@@ -358,3 +358,42 @@ class Playout(unittest.TestCase):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["mean_ms"], 1401.0)
         self.assertEqual(rows[0]["published_ms"], 301.0)
+
+
+class Recovery(unittest.TestCase):
+    # 1200 → 800 → 400 → 800 → 1200, 30 s each, as CASCADE.
+    STEPS = [(0.0, 30.0, 1200), (30.0, 60.0, 800), (60.0, 90.0, 400), (90.0, 120.0, 800), (120.0, 150.0, 1200)]
+
+    def test_each_step_back_up_pairs_with_the_latest_step_down_from_that_rate(self):
+        self.assertEqual(report.recovery_episodes(self.STEPS), [(60.0, 90.0, 800), (30.0, 120.0, 1200)])
+
+    def test_latency_back_within_the_margin_counts_from_the_step_up(self):
+        # 200 ms before 60 s, 900 ms through the 400 kbit/s step, back to 200 from 96 s on.
+        def ms(t):
+            return 900.0 if 60.0 <= t < 96.0 else 200.0
+        latency = [(i / 24, ms(i / 24)) for i in range(150 * 24)]
+        (down, up, kbit, before, back), _ = report.recovery(latency, self.STEPS)
+        self.assertEqual((down, up, kbit, before), (60.0, 90.0, 800, 200.0))
+        # The 5 s window from t must have a median within 50 ms of 200: t ≥ 93.5 s.
+        self.assertAlmostEqual(back, 3.5, delta=0.25)
+
+    def test_latency_that_stays_up_is_not_recovered(self):
+        latency = [(i / 24, 200.0 if i / 24 < 60 else 700.0) for i in range(150 * 24)]
+        (_, _, _, before, back), (_, _, _, _, back_late) = report.recovery(latency, self.STEPS)
+        self.assertEqual(before, 200.0)
+        self.assertIsNone(back)
+        self.assertIsNone(back_late)
+
+    def test_the_section_gives_the_median_over_repetitions_and_flags_misses(self):
+        runs_, frames = [], {}
+        for rep, stay in enumerate([False, False, True]):
+            runs_.append(summary("moq-adaptive", "cascade", rep, 300.0, trace_start_us=1_000_000))
+            rows = []
+            for i in range(150 * 24):
+                t = i / 24
+                late = 60.0 <= t < (150.0 if stay else 95.0)
+                rows.append({"available": 1.0 + t, "rendered": 1.0 + t + (0.9 if late else 0.2)})
+            frames[("moq-adaptive", "cascade", rep)] = rows
+        md = "\n".join(report.recovery_section(runs_, frames, "cascade", PROFILES))
+        self.assertIn("| moq-adaptive |", md)
+        self.assertIn("1 of 3 not within 10 s", md)

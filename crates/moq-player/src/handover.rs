@@ -136,7 +136,11 @@ mod tests {
     fn frame(index: u64) -> Item<()> {
         let key = index.is_multiple_of(GOP);
         let header = FrameHeader {
-            kind: if key { FrameKind::Key } else { FrameKind::Reference },
+            kind: if key {
+                FrameKind::Key
+            } else {
+                FrameKind::Reference
+            },
             slice_type: if key { SliceType::I } else { SliceType::P },
             decode_index: index,
             dts: index as i64 * 41_667,

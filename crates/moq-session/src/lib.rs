@@ -39,7 +39,7 @@ pub use endpoint::{
 };
 pub use error::{Redirected, RequestError, SessionError};
 pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
-pub use relay::{RelayEvent, RelayPublisher};
+pub use relay::{RelayEvent, RelayPublisher, RelayTarget};
 pub use scheduler::PublishLimits;
 pub use session::{Role, Session, SessionConfig};
 pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};

@@ -1,5 +1,11 @@
 //! Publishing through a relay: connect, announce the namespace (PUBLISH_NAMESPACE) and
-//! serve the relay's SUBSCRIBEs; reconnect with capped backoff whenever the session is lost.
+//! serve the relay's SUBSCRIBEs; reconnect with capped backoff whenever the session is lost,
+//! trying the relay's URL and its backups in turn.
+//!
+//! A relay about to restart says GOAWAY and grants a drain window: the publisher then
+//! announces on another session first (the URI the GOAWAY names, the same URL — which a
+//! load balancer may now lead elsewhere — or a backup) and closes the old one only once the
+//! new one is announced, so the relays never lose the broadcast's origin.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +38,20 @@ pub enum RelayEvent {
     Disconnected(SessionError),
     /// The relay refused us for good (authorization, bad address): no more attempts.
     Refused(SessionError),
+    /// The relay said GOAWAY, and the broadcast is announced on a new session at `url`
+    /// (`peer`) now; the old one is closed.
+    Moved {
+        from: String,
+        url: String,
+        peer: std::net::SocketAddr,
+    },
+}
+
+/// A relay to publish through: its URL and how its certificate is checked.
+#[derive(Debug, Clone)]
+pub struct RelayTarget {
+    pub url: MoqUrl,
+    pub trust: Trust,
 }
 
 /// Keeps a broadcast announced on a relay until dropped.
@@ -46,17 +66,16 @@ impl RelayPublisher {
     /// Starts connecting with `config` (its `publish` is the broadcast to announce). Must
     /// run inside a tokio runtime. `events` is never waited on: when it is full, events
     /// are dropped.
+    /// `relays`: the relay's URL first, then backups tried in turn when it fails.
     pub fn start(
-        url: MoqUrl,
-        trust: Trust,
+        relays: Vec<RelayTarget>,
         config: SessionConfig,
         events: mpsc::Sender<RelayEvent>,
     ) -> RelayPublisher {
         let announced = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(None));
         let task = tokio::spawn(run(
-            url,
-            trust,
+            relays,
             config,
             events,
             announced.clone(),
@@ -87,9 +106,55 @@ impl Drop for RelayPublisher {
     }
 }
 
+/// Connects to `relay` and announces the namespace there.
+async fn announce_on(relay: &RelayTarget, config: &SessionConfig) -> Result<Session, SessionError> {
+    let session = tokio::time::timeout(
+        CONNECT_ATTEMPT,
+        connect(&relay.url, &relay.trust, config.clone()),
+    )
+    .await
+    .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
+    if let Some(namespace) = config.publish.as_ref().map(|b| b.namespace().clone()) {
+        session.publish_namespace(namespace).await?;
+    }
+    Ok(session)
+}
+
+/// Where to go after a GOAWAY from `relays[at]`, in order: the URI it named, the same URL,
+/// then the other relays.
+fn move_targets(relays: &[RelayTarget], at: usize, uri: &str) -> Vec<RelayTarget> {
+    let current = &relays[at];
+    let named = MoqUrl::parse(uri).ok().map(|url| RelayTarget {
+        trust: relays
+            .iter()
+            .find(|r| r.url.authority() == url.authority())
+            .map_or_else(|| current.trust.clone(), |r| r.trust.clone()),
+        url,
+    });
+    named
+        .into_iter()
+        .chain((0..relays.len()).map(|i| relays[(at + i) % relays.len()].clone()))
+        .collect()
+}
+
+/// A session on another relay, announced, that did not say GOAWAY itself at once.
+async fn announce_elsewhere(
+    targets: Vec<RelayTarget>,
+    config: &SessionConfig,
+) -> Option<(Session, RelayTarget)> {
+    for target in targets {
+        if let Ok(session) = announce_on(&target, config).await {
+            if session.going_away().is_none() {
+                return Some((session, target));
+            }
+            session.close("going away too");
+        }
+    }
+    None
+}
+
 async fn run(
-    url: MoqUrl,
-    trust: Trust,
+    relays: Vec<RelayTarget>,
     config: SessionConfig,
     events: mpsc::Sender<RelayEvent>,
     announced: Arc<AtomicBool>,
@@ -97,19 +162,14 @@ async fn run(
 ) {
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 0;
-    let namespace = config.publish.as_ref().map(|b| b.namespace().clone());
+    let mut at = 0;
+    // A session announced by a move, to go on with.
+    let mut moved: Option<Session> = None;
     loop {
-        let session = async {
-            let session =
-                tokio::time::timeout(CONNECT_ATTEMPT, connect(&url, &trust, config.clone()))
-                    .await
-                    .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
-            if let Some(namespace) = &namespace {
-                session.publish_namespace(namespace.clone()).await?;
-            }
-            Ok::<_, SessionError>(session)
-        }
-        .await;
+        let session = match moved.take() {
+            Some(session) => Ok(session),
+            None => announce_on(&relays[at], &config).await,
+        };
         let err = match session {
             Ok(session) => {
                 let _ = events.try_send(RelayEvent::Announced {
@@ -120,7 +180,34 @@ async fn run(
                 backoff = FIRST_BACKOFF;
                 announced.store(true, Ordering::Relaxed);
                 *lock(&current) = Some(session.clone());
-                let closed = session.closed().await;
+                let closed = tokio::select! {
+                    closed = session.closed() => Some(closed),
+                    uri = session.goaway_received() => {
+                        let targets = move_targets(&relays, at, &uri);
+                        match announce_elsewhere(targets, &config).await {
+                            Some((next, target)) => {
+                                let from = relays[at].url.to_string();
+                                if let Some(i) = relays.iter().position(|r| r.url == target.url) {
+                                    at = i;
+                                }
+                                *lock(&current) = Some(next.clone());
+                                session.close("moved to another relay");
+                                let _ = events.try_send(RelayEvent::Moved {
+                                    from,
+                                    url: target.url.to_string(),
+                                    peer: next.remote_address(),
+                                });
+                                moved = Some(next);
+                                None
+                            }
+                            // Nowhere to go: serve the old session until it closes.
+                            None => Some(session.closed().await),
+                        }
+                    }
+                };
+                let Some(closed) = closed else {
+                    continue;
+                };
                 lock(&current).take();
                 announced.store(false, Ordering::Relaxed);
                 closed
@@ -132,7 +219,10 @@ async fn run(
             return;
         }
         let _ = events.try_send(RelayEvent::Disconnected(err));
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        at = (at + 1) % relays.len();
+        if at == 0 {
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
     }
 }

@@ -15,8 +15,8 @@ use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity, Trust};
 use moq_session::{
     Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits,
-    RelayEvent, RelayPublisher, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
-    Versions,
+    RelayEvent, RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits, SessionConfig,
+    TrackNamespace, Versions,
 };
 use tokio::sync::mpsc;
 
@@ -63,6 +63,9 @@ struct Settings {
     tls_cert_file: Option<PathBuf>,
     tls_key_file: Option<PathBuf>,
     url: Option<String>,
+    /// Comma-separated relay URLs to publish through when the one in use fails or says
+    /// GOAWAY.
+    backup_urls: Option<String>,
     /// Pins the relay's certificate (with `url`).
     relay_fingerprint: Option<String>,
     tls_ca_file: Option<PathBuf>,
@@ -74,6 +77,8 @@ struct Settings {
     format: Format,
     delivery: Delivery,
     delivery_timeout_ms: u32,
+    /// Listening: how long stopping waits for subscribers to move after GOAWAY, ms.
+    drain_timeout_ms: u32,
     keyframe_on_subscribe: bool,
     /// Emit `object-handoff` for every object QUIC takes.
     signal_object_handoffs: bool,
@@ -163,6 +168,7 @@ impl Default for Settings {
             tls_cert_file: None,
             tls_key_file: None,
             url: None,
+            backup_urls: None,
             relay_fingerprint: None,
             tls_ca_file: None,
             tls_insecure: false,
@@ -171,6 +177,7 @@ impl Default for Settings {
             format: Format::default(),
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
+            drain_timeout_ms: 0,
             keyframe_on_subscribe: true,
             signal_object_handoffs: false,
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
@@ -367,8 +374,28 @@ impl MoqSink {
                     auth_token: settings.auth_token.clone(),
                     versions,
                 };
+                let mut relays = vec![RelayTarget { url, trust }];
+                for text in settings
+                    .backup_urls
+                    .iter()
+                    .flat_map(|list| list.split(','))
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                {
+                    let mut backup = MoqUrl::parse(text).map_err(|e| {
+                        settings_error(&format!("invalid backup url {text:?}: {e}"))
+                    })?;
+                    let pinned = backup.take_query_param("tls-fingerprint");
+                    let trust = Trust::choose(
+                        pinned.as_deref().or(settings.relay_fingerprint.as_deref()),
+                        settings.tls_ca_file.as_deref(),
+                        settings.tls_insecure,
+                    )
+                    .map_err(|e| settings_error(&format!("{backup}: {e}")))?;
+                    relays.push(RelayTarget { url: backup, trust });
+                }
                 return Ok(Link::Relay(RelayPublisher::start(
-                    url, trust, config, events_tx,
+                    relays, config, events_tx,
                 )));
             }
             Destination::Listen { addr, .. } => addr,
@@ -787,8 +814,38 @@ impl MoqSink {
             }
             started.broadcast.finish();
             if let Link::Listen(server) = &started.link {
+                let drain = Duration::from_millis(lock(&self.settings).drain_timeout_ms.into());
+                if !drain.is_zero() && server.session_count() > 0 {
+                    for session in server.sessions() {
+                        session.go_away("");
+                    }
+                    let deadline = std::time::Instant::now() + drain;
+                    while server.session_count() > 0 && std::time::Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
                 server.close();
             }
+        }
+    }
+
+    /// Sends GOAWAY (naming `uri`, or none when empty) to every direct subscriber.
+    fn drain(&self, uri: &str) {
+        let sessions = match lock(&self.state).as_ref().map(|s| &s.link) {
+            Some(Link::Listen(server)) => server.sessions(),
+            _ => {
+                gst::warning!(CAT, imp = self, "drain: not listening, nobody to drain");
+                return;
+            }
+        };
+        gst::info!(
+            CAT,
+            imp = self,
+            "draining {} subscriber session(s) to {uri:?}",
+            sessions.len()
+        );
+        for session in sessions {
+            session.go_away(uri);
         }
     }
 
@@ -1087,6 +1144,20 @@ impl ObjectImpl for MoqSink {
             vec![
                 // track, group, object, when moqsink wrote it and when QUIC took its last
                 // byte (µs since the UNIX epoch). Emitted from the network thread.
+                // Asks every direct subscriber to move elsewhere (GOAWAY, naming the
+                // session URI given, or none): moqsrc viewers open a new session there,
+                // hand over at a group boundary and leave this one. Listening only.
+                glib::subclass::Signal::builder("drain")
+                    .param_types([Option::<String>::static_type()])
+                    .action()
+                    .class_handler(|values| {
+                        if let Ok(sink) = values[0].get::<super::MoqSink>() {
+                            let uri = values[1].get::<Option<String>>().ok().flatten();
+                            sink.imp().drain(uri.as_deref().unwrap_or(""));
+                        }
+                        None
+                    })
+                    .build(),
                 glib::subclass::Signal::builder("object-handoff")
                     .param_types([
                         String::static_type(),
@@ -1139,6 +1210,13 @@ impl ObjectImpl for MoqSink {
                     .blurb("How frames map to QUIC streams and priorities; see the enum values")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("drain-timeout")
+                    .nick("Drain timeout")
+                    .blurb("ms: listening, stopping first sends GOAWAY to every subscriber and waits up to this long for them to leave (moqsrc viewers move to a new session before closing this one); 0: close at once. The drain action signal sends GOAWAY while playing")
+                    .maximum(600_000)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt::builder("delivery-timeout")
                     .nick("Delivery timeout")
                     .blurb(&format!(
@@ -1158,6 +1236,11 @@ impl ObjectImpl for MoqSink {
                 glib::ParamSpecString::builder("url")
                     .nick("Relay URL")
                     .blurb("Publish through the MoQ relay at moqt://HOST[:PORT]/ROOT/BROADCAST[?QUERY] (port 443 by default) instead of listening: connect, announce the broadcast (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff. The same URL on moqsrc plays it; the query (e.g. ?jwt=TOKEN) goes to the relay")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("backup-urls")
+                    .nick("Backup relay URLs")
+                    .blurb("Comma-separated moqt:// URLs of other relays of the same cluster (each may carry its own ?tls-fingerprint=): tried in turn when the relay in use fails, and where the broadcast moves when a relay says GOAWAY (announced there before the old session closes)")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
@@ -1312,6 +1395,7 @@ impl ObjectImpl for MoqSink {
                 identity_changed = true;
             }
             "url" => settings.url = text(),
+            "backup-urls" => settings.backup_urls = text(),
             "tls-fingerprint" => settings.relay_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
             "auth-token" => settings.auth_token = text(),
@@ -1326,6 +1410,7 @@ impl ObjectImpl for MoqSink {
             "format" => settings.format = value.get().unwrap_or_default(),
             "delivery" => settings.delivery = value.get().unwrap_or_default(),
             "delivery-timeout" => settings.delivery_timeout_ms = value.get().unwrap_or_default(),
+            "drain-timeout" => settings.drain_timeout_ms = value.get().unwrap_or_default(),
             "max-subscribers" => {
                 settings.max_subscribers = value.get().unwrap_or(DEFAULT_MAX_SUBSCRIBERS)
             }
@@ -1372,8 +1457,10 @@ impl ObjectImpl for MoqSink {
             "format" => settings.format.to_value(),
             "delivery" => settings.delivery.to_value(),
             "delivery-timeout" => settings.delivery_timeout_ms.to_value(),
+            "drain-timeout" => settings.drain_timeout_ms.to_value(),
             "stats" => self.stats().to_value(),
             "url" => settings.url.to_value(),
+            "backup-urls" => settings.backup_urls.to_value(),
             "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
             // Write-only in effect: a secret is not read back.
             "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
@@ -1611,6 +1698,21 @@ async fn forward_relay_events(
             RelayEvent::Disconnected(reason) => {
                 gst::warning!(CAT, imp = imp, "{url}: {reason}; reconnecting");
                 imp.post_message("moq-disconnected", &[("reason", &reason.to_string())]);
+            }
+            RelayEvent::Moved { from, url, peer } => {
+                gst::info!(
+                    CAT,
+                    imp = imp,
+                    "{from} said GOAWAY: the broadcast is announced on {url} ({peer}) now"
+                );
+                imp.post_message(
+                    "moq-moved",
+                    &[
+                        ("from", &from),
+                        ("url", &url),
+                        ("address", &peer.to_string()),
+                    ],
+                );
             }
             RelayEvent::Refused(reason) => {
                 gst::element_imp_error!(

@@ -363,6 +363,26 @@ impl MoqSrc {
                         .build(),
                 );
             }
+            Event::Moved {
+                from,
+                url,
+                peer,
+                version,
+            } => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "moved from {from} to {url} at {peer} with {version} (the server said GOAWAY)"
+                );
+                self.post_message(
+                    gst::Structure::builder("moq-moved")
+                        .field("from", from)
+                        .field("url", url)
+                        .field("address", peer.to_string())
+                        .field("draft", version.draft())
+                        .build(),
+                );
+            }
             Event::Disconnected(reason) => {
                 gst::warning!(CAT, imp = self, "{reason}; reconnecting");
                 self.post_message(

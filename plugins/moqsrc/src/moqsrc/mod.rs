@@ -25,6 +25,7 @@ use gst::glib;
 use gst::prelude::*;
 
 mod imp;
+mod moving;
 mod receiver;
 
 /// Whether moqsrc chooses among a video's renditions (the `abr` property).

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use moq_media::catalog::{self, Catalog, MediaFormat, TrackRole};
+use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry, TrackRole};
 use moq_media::hang::{self, HangReader};
 use moq_media::header::FrameHeader;
 use moq_session::tls::Trust;
@@ -28,6 +28,8 @@ use tokio::task::JoinSet;
 use moq_player::renditions::AbrPrefs;
 use moq_player::select::{self, Choice, MediaKind, Selected, TrackPrefs};
 use moq_player::switch::{Action, Switcher};
+
+use super::moving::{self, Move, Moved, Moving};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
@@ -89,6 +91,14 @@ pub enum Event {
     },
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
     Disconnected(String),
+    /// The server said GOAWAY: every track now plays from a new session at `url` (`peer`,
+    /// draft `version`), handed over at a group boundary before the old one closed.
+    Moved {
+        from: String,
+        url: String,
+        peer: std::net::SocketAddr,
+        version: Version,
+    },
     Catalog(Catalog),
     /// A track to play: a pad for it, fed by `items`.
     Track(TrackFeed),
@@ -383,13 +393,21 @@ async fn receive(
         Err(_) => return Err(not_connected(config, SessionError::Timeout("connecting"))),
     };
     let mut had_media = false;
-    receive_session(config, events, controls, progress, &session, &mut had_media)
-        .await
-        .map_err(|reason| Lost {
-            reason,
-            had_media,
-            refused: session.close_reason().is_some_and(|e| e.is_refusal()),
-        })
+    let mut session = session;
+    receive_session(
+        config,
+        events,
+        controls,
+        progress,
+        &mut session,
+        &mut had_media,
+    )
+    .await
+    .map_err(|reason| Lost {
+        reason,
+        had_media,
+        refused: session.close_reason().is_some_and(|e| e.is_refusal()),
+    })
 }
 
 fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
@@ -405,7 +423,7 @@ async fn receive_session(
     events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
-    session: &Session,
+    session: &mut Session,
     had_media: &mut bool,
 ) -> Result<(), String> {
     let namespace = config.server.namespace.clone();
@@ -416,17 +434,7 @@ async fn receive_session(
     // by the publisher: start from the beginning.
     let catalog_subscription = |track: &'static str| {
         let (session, namespace) = (session.clone(), namespace.clone());
-        async move {
-            let options = SubscribeOptions {
-                priority: 0,
-                filter: FilterType::AbsoluteStart(Location {
-                    group: 0,
-                    object: 0,
-                }),
-                ..SubscribeOptions::default()
-            };
-            session.subscribe(namespace, track, options).await
-        }
+        async move { subscribe_catalog(&session, &namespace, track).await }
     };
     let (native, hang) = tokio::join!(
         catalog_subscription(CATALOG_TRACKS[0]),
@@ -489,6 +497,7 @@ async fn receive_session(
             .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
         progress.epoch += 1;
         let mut round = JoinSet::new();
+        let mut movers = Vec::new();
         for track in selection.tracks {
             let early = early
                 .iter()
@@ -504,6 +513,7 @@ async fn receive_session(
                 &feed.current,
                 track,
                 early,
+                &mut movers,
             )
             .await?;
         }
@@ -524,7 +534,14 @@ async fn receive_session(
             *had_media = true;
         }
         let ended = play(
-            config, events, controls, progress, session, &mut round, &mut feed,
+            config,
+            events,
+            controls,
+            progress,
+            session,
+            &mut round,
+            &mut feed,
+            &mut movers,
         )
         .await?;
         round.abort_all();
@@ -621,6 +638,7 @@ async fn start_track(
     catalog: &Catalog,
     track: Selected,
     early: Option<tokio::task::JoinHandle<Result<Subscription, String>>>,
+    movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<(), String> {
     let Some(tx) = progress.output(&track.name).cloned() else {
         return Ok(());
@@ -679,6 +697,12 @@ async fn start_track(
             return Ok(());
         }
     }
+    let hang_track = (catalog.format == MediaFormat::Hang)
+        .then(|| catalog.track(&track.name))
+        .flatten()
+        .map(|entry| (catalog.clone(), entry.clone()));
+    let (move_tx, moves) = mpsc::channel(1);
+    movers.push(move_tx);
     let forwarder = Forwarder {
         config: config.clone(),
         session: session.clone(),
@@ -691,10 +715,12 @@ async fn start_track(
         controls: controls.clone(),
         last_media: progress.last_media.clone(),
         origin: progress.origin,
-        hang: (catalog.format == MediaFormat::Hang)
-            .then(|| catalog.track(&track.name))
-            .flatten()
-            .map(|entry| HangReader::new(catalog, entry)),
+        hang: hang_track
+            .as_ref()
+            .map(|(catalog, entry)| HangReader::new(catalog, entry)),
+        hang_track,
+        enhancement_track: track.enhancement.clone(),
+        moves,
     };
     let switching = switcher.map(|switcher| Switching {
         switcher,
@@ -740,20 +766,28 @@ pub async fn subscribe_from(
 }
 
 /// Follows the catalog while the round's tracks play, until every track ended
-/// (`Ok(true)`), the element pauses or resumes (`Ok(false)`), or the session is lost.
+/// (`Ok(true)`), the element pauses or resumes (`Ok(false)`), or the session is lost. When
+/// the server says GOAWAY, moves every track to a new session ([`moving`]) and goes on
+/// with it in `session`.
 #[allow(clippy::too_many_arguments)]
 async fn play(
     config: &ReceiverConfig,
     events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
-    session: &Session,
+    session: &mut Session,
     round: &mut JoinSet<TrackEnd>,
     feed: &mut CatalogFeed,
+    movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<bool, String> {
     let (last_media, origin, started) =
         (progress.last_media.clone(), progress.origin, Instant::now());
+    let mut connecting: Option<Connecting> = None;
+    let mut arrival = Arrival::default();
+    let mut given_up = false;
+    let mut current_url = config.server.url.to_string();
     loop {
+        let can_move = connecting.is_none() && arrival.target.is_none() && !given_up;
         tokio::select! {
             () = silence(config, &last_media, origin, started) => {
                 return Err(format!(
@@ -761,6 +795,54 @@ async fn play(
                     config.server.url,
                     FAILOVER_SILENCE.as_secs()
                 ));
+            }
+            uri = session.goaway_received(), if can_move => {
+                let targets = moving::targets(config, &uri);
+                let config = config.clone();
+                connecting = Some(tokio::spawn(async move {
+                    moving::connect_elsewhere(&config, targets).await
+                }));
+            }
+            connected = next_connected(&mut connecting) => {
+                connecting = None;
+                match connected {
+                    Ok((next, server)) => {
+                        // Every track subscribes there and hands over; the catalog follows.
+                        for mover in movers.iter() {
+                            let (done, waited) = tokio::sync::oneshot::channel();
+                            let request = Move { session: next.clone(), done };
+                            if mover.send(request).await.is_ok() {
+                                arrival.waiting.push(waited);
+                            }
+                        }
+                        arrival.target = Some((next, server));
+                        arrival.deadline = Some(Instant::now() + MOVE_WAIT);
+                    }
+                    Err(reason) => {
+                        // Nowhere to go yet: the old session plays until it closes, then
+                        // the receiver reconnects as after any loss.
+                        given_up = true;
+                        let _ = events.send(Event::Malformed(format!("GOAWAY: cannot move: {reason}"))).await;
+                    }
+                }
+            }
+            () = arrival.handed_over() => {
+                let Some((next, server)) = arrival.target.take() else {
+                    continue;
+                };
+                if let Some(updates) = catalog_updates(&next, config, feed.track).await {
+                    feed.updates = Some(updates);
+                }
+                session.close("moved to another session");
+                let moved = Event::Moved {
+                    from: std::mem::replace(&mut current_url, server.url.to_string()),
+                    url: server.url.to_string(),
+                    peer: next.remote_address(),
+                    version: next.version(),
+                };
+                *session = next;
+                let _ = events.send(moved).await;
+                arrival = Arrival::default();
             }
             ended = round.join_next() => match ended {
                 None => return Ok(true),
@@ -790,7 +872,7 @@ async fn play(
                             .into_iter()
                             .filter(|t| !known.contains(&t.name));
                         for track in added {
-                            start_track(config, events, session, progress, controls, round, &update, track, None)
+                            start_track(config, events, session, progress, controls, round, &update, track, None, movers)
                                 .await?;
                         }
                     }
@@ -812,6 +894,76 @@ async fn play(
             }
         }
     }
+}
+
+/// Longest the tracks may take to hand over to a new session before the old one closes
+/// anyway.
+const MOVE_WAIT: Duration = Duration::from_secs(5);
+
+/// Connecting to where a GOAWAY sends us.
+type Connecting = tokio::task::JoinHandle<Result<(Session, Server), String>>;
+
+/// A move to another session after GOAWAY, once connected: waiting for every track to hand
+/// over.
+#[derive(Default)]
+struct Arrival {
+    target: Option<(Session, Server)>,
+    waiting: Vec<tokio::sync::oneshot::Receiver<()>>,
+    deadline: Option<Instant>,
+}
+
+impl Arrival {
+    /// Resolves once every track handed over (or gave up), or the wait is over; never
+    /// while there is no target. Cancelled, it keeps what it waits for.
+    async fn handed_over(&mut self) {
+        let Some(deadline) = self.deadline.filter(|_| self.target.is_some()) else {
+            return std::future::pending().await;
+        };
+        while let Some(first) = self.waiting.first_mut() {
+            match tokio::time::timeout_at(deadline.into(), first).await {
+                Ok(_) => {
+                    self.waiting.remove(0);
+                }
+                Err(_) => self.waiting.clear(),
+            }
+        }
+    }
+}
+
+async fn next_connected(connecting: &mut Option<Connecting>) -> Result<(Session, Server), String> {
+    match connecting {
+        Some(task) => task.await.map_err(|e| e.to_string())?,
+        None => std::future::pending().await,
+    }
+}
+
+/// Subscribes to the broadcast's catalog track `track` on `session` from its start (the
+/// publisher retains its latest group).
+async fn subscribe_catalog(
+    session: &Session,
+    namespace: &TrackNamespace,
+    track: &str,
+) -> Result<Subscription, SessionError> {
+    let options = SubscribeOptions {
+        priority: 0,
+        filter: FilterType::AbsoluteStart(Location {
+            group: 0,
+            object: 0,
+        }),
+        ..SubscribeOptions::default()
+    };
+    session.subscribe(namespace.clone(), track, options).await
+}
+
+/// The catalog updates on a session a move goes to.
+async fn catalog_updates(
+    session: &Session,
+    config: &ReceiverConfig,
+    track: &str,
+) -> Option<Subscription> {
+    subscribe_catalog(session, &config.server.namespace, track)
+        .await
+        .ok()
 }
 
 /// Resolves once no media has arrived for [`FAILOVER_SILENCE`] since `started`, if there
@@ -850,6 +1002,12 @@ struct Forwarder {
     origin: Instant,
     /// Reads hang frames; `None` for our own.
     hang: Option<HangReader>,
+    /// The catalog and track a hang reader is made from, for a move's new subscription.
+    hang_track: Option<(Catalog, TrackEntry)>,
+    /// The enhancement layer's track, if the track has one.
+    enhancement_track: Option<String>,
+    /// Moves to another session, asked for when the server says GOAWAY.
+    moves: mpsc::Receiver<Move>,
 }
 
 impl Forwarder {
@@ -868,6 +1026,10 @@ impl Forwarder {
         let (mut held_main, mut held_enhancement) = (None, None);
         let mut control_changed = false;
         let mut next_tick = Instant::now() + SWITCH_TICK;
+        // A move to another session under way (GOAWAY), whether the old main subscription
+        // has ended meanwhile, and whether moves can still be asked for.
+        let mut moving: Option<Moving> = None;
+        let (mut main_gone, mut moves_open) = (false, true);
         loop {
             if std::mem::take(&mut control_changed) || self.controls.has_changed().unwrap_or(true) {
                 let c = self.controls.borrow_and_update().clone();
@@ -907,7 +1069,25 @@ impl Forwarder {
                     return end;
                 }
             }
-            if held_main.is_none() {
+            if moving.is_some() {
+                while let Some(moved) = try_moved(&mut moving).await {
+                    self.take_moved(&mut moving, moved);
+                }
+                if let Some(mv) = &mut moving {
+                    mv.handover.tick(self.now_us());
+                }
+                match self
+                    .settle_move(&mut moving, &mut main, &mut enhancement, &mut switching)
+                    .await
+                {
+                    Some(Settled::Cut) => {
+                        (held_main, held_enhancement, main_gone) = (None, None, false);
+                    }
+                    Some(Settled::End(end)) => return end,
+                    None => {}
+                }
+            }
+            if held_main.is_none() && !main_gone {
                 held_main = main.try_next();
             }
             if held_enhancement.is_none()
@@ -916,9 +1096,14 @@ impl Forwarder {
                 held_enhancement = enhancement.try_next();
             }
             if held_main.is_none() && held_enhancement.is_none() {
-                let ticking = switching.is_some();
+                let ticking = switching.is_some() || moving.is_some();
                 tokio::select! {
-                    event = main.next() => held_main = Some(event),
+                    event = main.next(), if !main_gone => held_main = Some(event),
+                    request = self.moves.recv(), if moving.is_none() && moves_open => match request {
+                        Some(request) => moving = Some(self.start_move(request, &mut switching)),
+                        None => moves_open = false,
+                    },
+                    moved = next_moved(&mut moving) => self.take_moved(&mut moving, moved),
                     event = next_or_pending(&mut enhancement) => held_enhancement = Some(event),
                     linked = next_linked(&mut switching) => {
                         if let Some(sw) = &mut switching {
@@ -967,6 +1152,14 @@ impl Forwarder {
                         let _ = self.tx.send(Item::Eos).await;
                         return TrackEnd::Ended;
                     }
+                    // A session being left ends its subscriptions one way or another.
+                    Some(TrackEvent::Ended { .. }) | None if moving.is_some() => {
+                        main_gone = true;
+                        if let Some(mv) = &mut moving {
+                            mv.handover.old_ended();
+                        }
+                        None
+                    }
                     Some(TrackEvent::Ended { status, reason }) => {
                         return TrackEnd::Lost(format!(
                             "{}: a track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
@@ -986,22 +1179,133 @@ impl Forwarder {
             let Some(item) = item else {
                 continue;
             };
-            if let Some(sw) = &mut switching {
-                sw.switcher.old(item, self.now_us());
-                if let Some(end) = self.apply(sw, &mut main, &mut held_main).await {
-                    return end;
-                }
+            // During a move the old base layer plays up to the handover's cut.
+            if !enhancement_first
+                && let Some(mv) = moving.as_mut().filter(|m| !m.handover.is_done())
+            {
+                mv.handover.old(item);
                 continue;
             }
-            if matches!(item, Item::Frame(_)) {
-                stamp(&self.last_media, self.origin);
-            }
-            match self.deliver(item).await {
-                Flow::Sent => {}
-                Flow::Restart => return TrackEnd::Restart,
-                Flow::Closed => return TrackEnd::Closed,
+            if let Some(end) = self
+                .forward(item, &mut switching, &mut main, &mut held_main)
+                .await
+            {
+                return end;
             }
         }
+    }
+
+    /// Sends an item on: through the ABR switcher when the video has renditions, else to
+    /// the pad. How the track ends if the element stops meanwhile.
+    async fn forward(
+        &mut self,
+        item: Item,
+        switching: &mut Option<Switching>,
+        main: &mut Subscription,
+        held_main: &mut Option<Option<TrackEvent>>,
+    ) -> Option<TrackEnd> {
+        if let Some(sw) = switching {
+            sw.switcher.old(item, self.now_us());
+            return self.apply(sw, main, held_main).await;
+        }
+        if matches!(item, Item::Frame(_)) {
+            stamp(&self.last_media, self.origin);
+        }
+        match self.deliver(item).await {
+            Flow::Sent => None,
+            Flow::Restart => Some(TrackEnd::Restart),
+            Flow::Closed => Some(TrackEnd::Closed),
+        }
+    }
+
+    /// Starts moving the track to the session `request` names: the rendition playing
+    /// (and the enhancement layer) is subscribed there. An ABR switch under way is given
+    /// up: its subscription is on the session being left.
+    fn start_move(&mut self, request: Move, switching: &mut Option<Switching>) -> Moving {
+        let now = self.now_us();
+        let track = match switching {
+            Some(sw) => {
+                if let Some(Link::Subscribing(task)) = &sw.link {
+                    task.abort();
+                }
+                if sw.link.take().is_some() {
+                    sw.switcher.give_up(now);
+                }
+                sw.switcher.playing().to_owned()
+            }
+            None => self.track.clone(),
+        };
+        let enhancement = self
+            .enhancement_track
+            .as_deref()
+            .map(|name| (name, ENHANCEMENT_PRIORITY));
+        Moving::start(
+            &self.config,
+            request,
+            &track,
+            enhancement,
+            priority(self.kind),
+            self.hang_track.as_ref(),
+        )
+    }
+
+    /// Takes what a move's new subscriptions did. A move that fails is dropped: the track
+    /// stays on the old session (and reconnects as after any loss when it closes).
+    fn take_moved(&mut self, moving: &mut Option<Moving>, moved: Moved) {
+        let Some(mv) = moving else {
+            return;
+        };
+        match moved {
+            Moved::Subscribed => {}
+            Moved::Event(Some(TrackEvent::Ended { .. })) | Moved::Event(None) => *moving = None,
+            Moved::Failed(reason) => {
+                let _ = self
+                    .events
+                    .try_send(Event::Malformed(format!("moving {}: {reason}", self.track)));
+                *moving = None;
+            }
+            Moved::Event(Some(event)) => {
+                let mut hang = mv.hang.take();
+                let item = self.item_read_by(&mut hang, event, TrackRole::Base);
+                mv.hang = hang;
+                if let Some(item) = item {
+                    mv.handover.new_item(item, self.now_us());
+                }
+            }
+        }
+    }
+
+    /// Sends on what a move's handover let go; once the new subscription plays, it
+    /// replaces the old ones, and the session's owner is told.
+    async fn settle_move(
+        &mut self,
+        moving: &mut Option<Moving>,
+        main: &mut Subscription,
+        enhancement: &mut Option<Subscription>,
+        switching: &mut Option<Switching>,
+    ) -> Option<Settled> {
+        let mut held = None;
+        while let Some(item) = moving.as_mut()?.handover.poll_item() {
+            if let Some(end) = self.forward(item, switching, main, &mut held).await {
+                return Some(Settled::End(end));
+            }
+        }
+        if !moving.as_ref()?.handover.is_done() {
+            return None;
+        }
+        let mut mv = moving.take()?;
+        if let Some(next) = mv.next.take() {
+            *main = next;
+        }
+        if self.enhancement_track.is_some() {
+            *enhancement = mv.next_enhancement.take();
+        }
+        if self.hang.is_some() {
+            self.hang = mv.hang.take();
+        }
+        self.session = mv.session.clone();
+        mv.finish();
+        Some(Settled::Cut)
     }
 
     /// µs since the receiver started: the switcher's clock.
@@ -1106,9 +1410,22 @@ impl Forwarder {
     /// The item for a media track event, if any. A payload that is not a frame is
     /// logged and skipped.
     fn item(&mut self, event: TrackEvent, layer: TrackRole) -> Option<Item> {
+        let mut hang = self.hang.take();
+        let item = self.item_read_by(&mut hang, event, layer);
+        self.hang = hang;
+        item
+    }
+
+    /// The item for a media track event, read with `hang` (for the hang format).
+    fn item_read_by(
+        &self,
+        hang: &mut Option<HangReader>,
+        event: TrackEvent,
+        layer: TrackRole,
+    ) -> Option<Item> {
         match event {
             TrackEvent::Object(object) => {
-                let read = match &mut self.hang {
+                let read = match hang {
                     None => FrameHeader::decode(&object.payload)
                         .map(|(header, au)| Some((header, object.payload.len() - au.len())))
                         .map_err(|e| e.to_string()),
@@ -1146,7 +1463,7 @@ impl Forwarder {
             TrackEvent::GroupEnd { group, complete }
                 if layer == TrackRole::Base && self.kind == MediaKind::Video =>
             {
-                let last = match &mut self.hang {
+                let last = match hang {
                     Some(reader) => reader.group_ended(group),
                     None => None,
                 };
@@ -1159,6 +1476,30 @@ impl Forwarder {
             }
             TrackEvent::GroupEnd { .. } | TrackEvent::Ended { .. } => None,
         }
+    }
+}
+
+/// What settling a move came to.
+enum Settled {
+    /// The new subscription plays now.
+    Cut,
+    End(TrackEnd),
+}
+
+/// What a move's subscriptions did, if anything, without waiting.
+async fn try_moved(moving: &mut Option<Moving>) -> Option<Moved> {
+    let mv = moving.as_mut()?;
+    tokio::select! {
+        biased;
+        moved = mv.next() => Some(moved),
+        () = std::future::ready(()) => None,
+    }
+}
+
+async fn next_moved(moving: &mut Option<Moving>) -> Moved {
+    match moving {
+        Some(mv) => mv.next().await,
+        None => std::future::pending().await,
     }
 }
 

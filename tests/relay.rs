@@ -128,6 +128,19 @@ impl Relay {
         }
     }
 
+    /// Stops the relay as a planned restart does: SIGTERM, which makes moq-relay send
+    /// GOAWAY to every session and wait for them to leave (`--drain-timeout`). Returns
+    /// without waiting for it to exit.
+    fn terminate(&mut self) {
+        if let Some(child) = &self.child {
+            let status = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(status.success(), "SIGTERM sent to moq-relay");
+        }
+    }
+
     fn url(&self) -> String {
         format!("moqt://127.0.0.1:{}/{ROOT}", self.port)
     }
@@ -1111,4 +1124,66 @@ fn follow_the_link_rate(other_on_lowest: bool) {
             "a {stall:?} stall at the switch to width {width} at {at:.1} s"
         );
     }
+}
+
+/// A planned restart of the node a viewer is on: moq-relay says GOAWAY and drains for 8 s.
+/// The viewer moves to its backup within the drain window instead of waiting to be
+/// force-closed: no reconnect, no freeze, every frame once.
+#[test]
+fn a_viewer_moves_off_a_draining_node_before_it_closes() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_with_args(&[
+        "--auth-public",
+        "anon/**",
+        "--cluster-connect",
+        &format!("moqt://127.0.0.1:{}/", root.port),
+        "--connect-tls-fingerprint",
+        &root.fingerprint,
+        "--drain-timeout",
+        "8s",
+    ]);
+    let _sender = root.publisher("");
+    std::thread::sleep(Duration::from_secs(2));
+    let viewer = leaf.subscriber(&format!(
+        "backup-urls={}?tls-fingerprint={} timeout=30",
+        root.url(),
+        root.fingerprint
+    ));
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    viewer
+        .wait_frames(before + 120, WAIT)
+        .expect("plays on from the backup");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > draining)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    let indices: Vec<u64> = frames.iter().map(|f| f.decode_index).collect();
+    eprintln!(
+        "{} frames; longest pause after the drain began {longest:?}; messages {messages:?}",
+        frames.len()
+    );
+    assert!(
+        messages.iter().any(|m| m == "moq-moved"),
+        "moved on GOAWAY: {messages:?}"
+    );
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "moved, not reconnected after a force-close: {messages:?}"
+    );
+    for w in indices.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "every frame once, in order");
+    }
+    assert!(
+        longest < Duration::from_millis(250),
+        "a freeze of {longest:?}"
+    );
 }

@@ -12,6 +12,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -1186,4 +1187,69 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
         longest < Duration::from_millis(250),
         "a freeze of {longest:?}"
     );
+}
+
+/// A planned restart of the node the publisher is on: moqsink announces on its backup (the
+/// root) as soon as the node says GOAWAY, and keeps serving the old session until the node
+/// closes it. The viewer on the root plays on; when the node finally goes, moq-relay ends
+/// the viewer's subscription that came through it, and the viewer subscribes again, to the
+/// publisher's new session: a short gap (bounded here at 1 s).
+#[test]
+fn a_publisher_moves_off_a_draining_node_before_it_closes() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_with_args(&[
+        "--auth-public",
+        "anon/**",
+        "--cluster-connect",
+        &format!("moqt://127.0.0.1:{}/", root.port),
+        "--connect-tls-fingerprint",
+        &root.fingerprint,
+        "--drain-timeout",
+        "8s",
+    ]);
+    let sender = leaf.publisher(&format!(
+        "backup-urls={}?tls-fingerprint={}",
+        root.url(),
+        root.fingerprint
+    ));
+    let moved = Arc::new(Mutex::new(false));
+    let seen = moved.clone();
+    sender
+        .pipeline
+        .bus()
+        .unwrap()
+        .set_sync_handler(move |_, msg| {
+            if let gst::MessageView::Element(e) = msg.view()
+                && e.structure().is_some_and(|s| s.name() == "moq-moved")
+            {
+                *seen.lock().unwrap() = true;
+            }
+            gst::BusSyncReply::Pass
+        });
+    std::thread::sleep(Duration::from_secs(2));
+    let viewer = root.subscriber("timeout=30");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    // Past the drain deadline, when the relay has closed the publisher's old session.
+    viewer
+        .wait_frames(before + 24 * 12, WAIT)
+        .expect("plays on from the publisher's new session");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > draining)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
+        frames.len()
+    );
+    assert!(*moved.lock().unwrap(), "the publisher moved on GOAWAY");
+    assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
 }

@@ -191,7 +191,12 @@ async fn run(
                                     at = i;
                                 }
                                 *lock(&current) = Some(next.clone());
-                                session.close("moved to another relay");
+                                // The old session serves what the relay still routes
+                                // through it until the relay closes it.
+                                let old = session.clone();
+                                tokio::spawn(async move {
+                                    let _ = old.closed().await;
+                                });
                                 let _ = events.try_send(RelayEvent::Moved {
                                     from,
                                     url: target.url.to_string(),

@@ -1253,3 +1253,63 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     assert!(*moved.lock().unwrap(), "the publisher moved on GOAWAY");
     assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
 }
+
+/// A NAT rebinding between the publisher and the relay (linkem gives moqsink a new source
+/// port): moq-relay follows the connection to the new address, and the viewer plays on.
+#[test]
+fn a_publisher_whose_address_changes_keeps_its_relay_session() {
+    let relay = Relay::start();
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
+        downstream: None,
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let sender = Sender::through_relay(&format!(
+        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
+        link.local_addr(),
+        relay.fingerprint
+    ));
+    let announced = Arc::new(Mutex::new(0));
+    let count = announced.clone();
+    sender
+        .pipeline
+        .bus()
+        .unwrap()
+        .set_sync_handler(move |_, msg| {
+            if let gst::MessageView::Element(e) = msg.view()
+                && e.structure().is_some_and(|s| s.name() == "moq-connected")
+            {
+                *count.lock().unwrap() += 1;
+            }
+            gst::BusSyncReply::Pass
+        });
+    std::thread::sleep(Duration::from_secs(2));
+    let viewer = relay.subscriber("timeout=30");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let (before, rebound) = (viewer.frames().len(), unix_now());
+    link.rebind();
+    viewer
+        .wait_frames(before + 96, WAIT)
+        .expect("plays on after the publisher's rebinding");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let pause = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > rebound)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    eprintln!("longest pause after the rebinding {pause:?}; viewer messages {messages:?}");
+    assert_eq!(
+        *announced.lock().unwrap(),
+        1,
+        "the publisher never reconnected"
+    );
+    assert!(pause < Duration::from_millis(250), "a freeze of {pause:?}");
+}

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -362,6 +362,9 @@ fn sleep_until(deadline: Instant) {
 
 pub(crate) struct Shared {
     stop: AtomicBool,
+    /// NAT rebindings asked for so far: each gives every client a new source port towards
+    /// the server.
+    rebinds: AtomicU64,
     /// Set once every worker has stopped, so the log's last row sees the final counters.
     pub(crate) log_stop: AtomicBool,
     /// Trace time zero: the first packet to arrive in either direction.
@@ -406,6 +409,7 @@ impl Link {
         };
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
+            rebinds: AtomicU64::new(0),
             log_stop: AtomicBool::new(false),
             epoch: OnceLock::new(),
             down: Direction::new("downstream", cfg.downstream, cfg.seed, 0),
@@ -448,6 +452,13 @@ impl Link {
     /// When the trace clock started (the first packet), if a packet has arrived yet.
     pub fn trace_start(&self) -> Option<Instant> {
         self.shared.epoch.get().copied()
+    }
+
+    /// Rebinds every client's mapping, as a NAT does when it expires or the client's
+    /// network changes: from its next packet on, the server sees it come from a new source
+    /// port. Packets the server sends to the old port still reach the client.
+    pub fn rebind(&self) {
+        self.shared.rebinds.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counters so far.
@@ -493,6 +504,7 @@ fn run_client_rx(shared: &Arc<Shared>, listen: &Arc<UdpSocket>, forward: SocketA
     let mut clients: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
     let mut repliers = Vec::new();
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut rebinds = 0;
     while !shared.stop.load(Ordering::Relaxed) {
         let (n, from) = match listen.recv_from(&mut buf) {
             Ok(got) => got,
@@ -503,6 +515,12 @@ fn run_client_rx(shared: &Arc<Shared>, listen: &Arc<UdpSocket>, forward: SocketA
                 continue;
             }
         };
+        let asked = shared.rebinds.load(Ordering::Relaxed);
+        if asked != rebinds {
+            rebinds = asked;
+            // Every client gets a new socket towards the server from this packet on.
+            clients.clear();
+        }
         let upstream = match clients.get(&from) {
             Some(s) => s.clone(),
             None => {

@@ -165,3 +165,47 @@ fn largest_and_empty_datagrams_pass_both_ways() {
     assert_eq!(t.downstream.bytes_out, 65507);
     assert_eq!(t.downstream.packets_out, 2);
 }
+
+#[test]
+fn a_rebinding_gives_the_client_a_new_source_port_and_replies_still_arrive() {
+    let server = probe::bind_loopback().expect("server");
+    server
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let link = Link::start(LinkConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        forward: server.local_addr().expect("addr"),
+        downstream: None,
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link");
+    let client = probe::bind_loopback().expect("client");
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut buf = [0u8; 16];
+    // The source the server sees for the client's datagram, after the server answered it.
+    let mut round_trip = |payload: &[u8]| {
+        client.send_to(payload, link.local_addr()).expect("send");
+        let (n, from) = server.recv_from(&mut buf).expect("the server gets it");
+        assert_eq!(&buf[..n], payload);
+        server.send_to(b"reply", from).expect("reply");
+        let (n, _) = client
+            .recv_from(&mut buf)
+            .expect("the client gets the reply");
+        assert_eq!(&buf[..n], b"reply");
+        from
+    };
+    let before = round_trip(b"one");
+    assert_eq!(
+        round_trip(b"two"),
+        before,
+        "one mapping while nothing changes"
+    );
+    link.rebind();
+    let after = round_trip(b"three");
+    assert_ne!(after, before, "a new source port after the rebinding");
+    assert_eq!(round_trip(b"four"), after);
+}

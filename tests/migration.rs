@@ -1,0 +1,85 @@
+//! Address changes: a NAT rebinding (linkem gives the client a new source port mid-stream)
+//! is carried by QUIC on the same connection, for a viewer and for a publisher towards a
+//! relay: no reconnect, no freeze.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::*;
+use gst::prelude::*;
+
+/// A link in front of `port` on loopback, unshaped: only its rebinding matters here.
+fn link_to(port: u16) -> linkem::Link {
+    linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], port)),
+        downstream: None,
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts")
+}
+
+/// The longest pause between frames output from `from` on.
+fn longest_pause(frames: &[ReceivedFrame], from: Duration) -> Duration {
+    frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > from)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_viewer_whose_address_changes_plays_on_over_the_same_connection() {
+    let sender = Sender::start("");
+    let link = link_to(sender.port);
+    let receiver = Receiver::start(&format!(
+        "url=moqt://{}/live tls-fingerprint={}",
+        link.local_addr(),
+        sender.fingerprint()
+    ));
+    receiver.wait_frames(48, WAIT).expect("plays");
+    let address = || {
+        let stats: gst::Structure = sender.sink.property("stats");
+        let sessions = stats.get::<gst::Array>("sessions").unwrap();
+        sessions
+            .as_slice()
+            .iter()
+            .map(|s| {
+                s.get::<gst::Structure>()
+                    .unwrap()
+                    .get::<String>("address")
+                    .unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = address();
+    let (count, rebound) = (receiver.frames().len(), unix_now());
+    link.rebind();
+    receiver
+        .wait_frames(count + 96, WAIT)
+        .expect("plays on after the rebinding");
+    let after = address();
+    let messages = receiver.messages.lock().unwrap().clone();
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = receiver.frames();
+    let pause = longest_pause(&frames, rebound);
+    eprintln!("publisher saw {before:?}, then {after:?}; longest pause {pause:?}");
+    assert_eq!(before.len(), 1);
+    assert_eq!(after.len(), 1, "one session all along");
+    assert_ne!(before, after, "the session's peer address changed");
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "no reconnect: {messages:?}"
+    );
+    for w in frames.windows(2) {
+        assert_eq!(w[1].decode_index, w[0].decode_index + 1, "every frame once");
+    }
+    assert!(pause < Duration::from_millis(250), "a freeze of {pause:?}");
+}

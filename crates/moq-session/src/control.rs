@@ -239,6 +239,8 @@ pub(crate) enum Outbound {
         send: quinn::SendStream,
         stop: oneshot::Sender<()>,
     },
+    /// The request of this stream is over on the peer's side: finish ours.
+    Release(u64),
 }
 
 /// Our side of a request stream.
@@ -259,7 +261,7 @@ pub(crate) async fn write_control(
     conn: quinn::Connection,
     mut control: quinn::SendStream,
     codec: Codec,
-    mut rx: mpsc::Receiver<Outbound>,
+    (outbound_tx, mut rx): (mpsc::Sender<Outbound>, mpsc::Receiver<Outbound>),
     inbound: InboundSender,
 ) -> Result<(), SessionError> {
     // Control messages go before any object data.
@@ -275,6 +277,12 @@ pub(crate) async fn write_control(
             } => {
                 let _ = send.set_priority(i32::MAX);
                 streams.insert(request_id, RequestStream { send, stop });
+                continue;
+            }
+            Outbound::Release(request_id) => {
+                if let Some(mut stream) = streams.remove(&request_id) {
+                    let _ = stream.send.finish();
+                }
                 continue;
             }
         };
@@ -293,6 +301,7 @@ pub(crate) async fn write_control(
                     reader,
                     request,
                     stopped,
+                    outbound_tx.clone(),
                     inbound.clone(),
                 ));
             }
@@ -344,11 +353,13 @@ pub(crate) async fn read_control(mut reader: ControlReader, inbound: InboundSend
 }
 
 /// Reads the rest of a request stream: its answers (ours) or its updates (the peer's), then
-/// what its end means.
+/// what its end means. Our side of the stream is finished when the request is over: at
+/// its end for ours, at a reset for the peer's (whose FIN only says no update follows).
 async fn read_request_stream(
     mut reader: ControlReader,
     request: StreamRequest,
     stopped: oneshot::Receiver<()>,
+    outbound: mpsc::Sender<Outbound>,
     inbound: InboundSender,
 ) {
     let mut stopped = std::pin::pin!(stopped);
@@ -382,6 +393,9 @@ async fn read_request_stream(
                 return;
             }
         };
+        if request.ours || end == StreamEnd::Reset {
+            let _ = outbound.send(Outbound::Release(request.request_id)).await;
+        }
         let codec = &reader.codec;
         if let Some(msg) = codec.wire.stream_ended(request, end, codec.book.as_ref()) {
             let _ = inbound
@@ -475,5 +489,5 @@ async fn read_new_request(
         return;
     }
     reader.channel = Channel::Request(request);
-    read_request_stream(reader, request, stopped, inbound).await;
+    read_request_stream(reader, request, stopped, outbound, inbound).await;
 }

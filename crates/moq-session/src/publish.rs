@@ -18,6 +18,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 
 use crate::feed::TrackFeed;
+use crate::fetch;
 use crate::scheduler::{Action, NewSubscription, PublishLimits, Scheduler, StreamKey, Transmit};
 use crate::session::{Inner, REQUEST_WINDOW};
 use crate::track::{ActiveGuard, TrackShared, lock};
@@ -122,6 +123,15 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
             },
             None,
         ),
+        // A subscription whose fill brings the head of the current group starts right
+        // after it, where the draft says: the peer stitches the two halves together.
+        FilterType::LargestObject if msg.fill.is_some() && !new_group_coming => (
+            largest.map_or(Location::default(), |l| Location {
+                group: l.group,
+                object: l.object.saturating_add(1),
+            }),
+            None,
+        ),
         // The draft starts after the largest object; we start at the beginning of its
         // group instead: a group is the only decodable join point, and moq-relay (which
         // subscribes upstream with this filter) drops a stream that does not start at
@@ -179,6 +189,23 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         largest,
         params: Parameters::default(),
     }));
+    // The subscription's fill (its joining FETCH, from draft-20 on). When a new group is
+    // on its way the subscription starts there, with nothing before it to fill.
+    if let Some(fill) = &msg.fill {
+        if new_group_coming && largest.is_some() {
+            fetch::refuse_fill(inner, msg.request_id);
+        } else {
+            let filter = fill.filter.unwrap_or(msg.filter);
+            fetch::fill(
+                inner,
+                msg.request_id,
+                &track,
+                filter,
+                fill.group_order,
+                largest,
+            );
+        }
+    }
     track.add_doorbell(&publisher.doorbell);
     let served = Served {
         request_id: msg.request_id,
@@ -200,9 +227,14 @@ pub(crate) fn new_group_requested(inner: &Inner, request_id: u64) {
 
 /// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
 pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
-    // Only a subscription being served can be ended, once.
-    if !lock(&inner.state).stop_serving(request_id) {
-        return;
+    {
+        let mut state = lock(&inner.state);
+        // Only a subscription being served can be ended, once.
+        if !state.stop_serving(request_id) {
+            return;
+        }
+        // Its fill, if one is being served, is reset.
+        state.fetches.remove(&request_id);
     }
     if let Some(publisher) = inner.publisher.get() {
         publisher.command(inner, Command::Unsubscribe(request_id));

@@ -502,7 +502,7 @@ impl Session {
             conn.clone(),
             send,
             codec.clone(),
-            control_rx,
+            (control_tx.clone(), control_rx),
             inbound_tx.clone(),
         );
         let closer = conn.clone();
@@ -742,7 +742,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage, ordered: bool) -> Result<(), 
                         .get(&j.joining_request_id)
                         .cloned()
                 }
-                wire::FetchType::Standalone { .. } => None,
+                wire::FetchType::Standalone { .. } | wire::FetchType::Filtered { .. } => None,
             };
             fetch::fetch(inner, m, joined);
         }

@@ -25,6 +25,8 @@ pub mod codec;
 mod cursor;
 pub mod draft14;
 pub mod draft16;
+pub mod draft20;
+pub mod draft22;
 mod error;
 pub mod message;
 pub mod varint;

@@ -679,12 +679,7 @@ fn write_fetch(m: &Fetch, dialect: Dialect, out: &mut Vec<u8>) -> Result<(), Enc
             track_name,
             start,
             end,
-        } => {
-            if end < start && *end != OPEN_END {
-                return Err(EncodeError::Invalid("fetch ends before it starts"));
-            }
-            (namespace, track_name, range_filter(*start, *end))
-        }
+        } => (namespace, track_name, range_filter(*start, *end)),
         FetchType::Filtered {
             namespace,
             track_name,

@@ -593,7 +593,13 @@ fn read_publish(buf: &mut &[u8], dialect: Dialect) -> Result<Publish, DecodeErro
         &[param::EXPIRES, param::LARGEST_OBJECT, param::FORWARD],
         dialect,
     );
-    kept.0.extend(properties);
+    // A property numbered as AUTHORIZATION_TOKEN could not be told from a token in `params`;
+    // none is defined, so it is dropped.
+    kept.0.extend(
+        properties
+            .into_iter()
+            .filter(|p| p.key != param::AUTHORIZATION_TOKEN),
+    );
     Ok(Publish {
         request_id,
         namespace,

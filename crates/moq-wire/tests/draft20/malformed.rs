@@ -135,6 +135,17 @@ fn messages_on_the_wrong_stream_are_violations() {
 }
 
 #[test]
+fn a_track_property_numbered_as_a_token_is_dropped() {
+    // PUBLISH with properties 0x03 (empty) and 0x08 = 7: the model keeps tokens and track
+    // properties in one list, where a property 0x03 would read as a token.
+    let bytes = hex(&format!("1d 0013 03 {NAMESPACE} 00 02 00 03 00 05 07"));
+    let (ControlMessage::Publish(publish), _) = new_request(&bytes).unwrap() else {
+        panic!("not a PUBLISH")
+    };
+    assert_eq!(publish.params, Parameters::new().with_int(0x08, 7));
+}
+
+#[test]
 fn answers_break_their_rules() {
     // Track properties in a REQUEST_OK that answers a PUBLISH_NAMESPACE.
     assert_eq!(

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The full benchmark: every profile and system (moq-gst through moq-relay included when it
-# builds here), then the loss x RTT grid. About 3.5 h per repetition on 2 cores.
+# builds here; webrtc-gcc's plugins are built by moq-bench itself through
+# pipelines/install-webrtc.sh, or it says why not), then the loss x RTT grid. About 4 h
+# per repetition on 2 cores.
 # Usage: pipelines/bench.sh [OUT_DIR] [extra moq-bench flags, e.g. --reps 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."

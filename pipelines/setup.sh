@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian 12: GStreamer 1.22 development files,
-# the plugins the pipelines use, meson. Safe to run repeatedly; does nothing when all is there.
+# the plugins the pipelines use, meson, and Chromium for the browser test (tests/browser.rs). Safe to run repeatedly; does nothing when all is there.
 set -euo pipefail
 
 packages=(
@@ -11,6 +11,7 @@ packages=(
     meson ninja-build
     python3-matplotlib
     python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+    chromium
 )
 
 missing=()

@@ -276,11 +276,17 @@ def profile_steps(profile, profiles_dir=PROFILES):
     return steps
 
 
+def has_rate_log(system):
+    """The systems whose sender samples its encoder target and path estimate (….rate.csv):
+    ours with rate control, and WebRTC (the bitrate GCC set, rtpgccbwe's estimate)."""
+    return system.startswith("moq-adaptive") or system == WEBRTC
+
+
 def adaptive_rates(out, summaries, profile):
     """system -> [(s since the trace started, target, estimate)] for the adaptive runs."""
     found = {}
     for s in summaries:
-        if s["profile"] != profile or s["repetition"] != 0 or not s["system"].startswith("moq-adaptive"):
+        if s["profile"] != profile or s["repetition"] != 0 or not has_rate_log(s["system"]):
             continue
         path = os.path.join(out, "frames", f"{s['system']}__{profile}__0.rate.csv")
         if os.path.exists(path) and s.get("trace_start_us"):
@@ -795,6 +801,7 @@ def mean_link_kbit(steps, seconds=None):
 
 
 ADAPTIVE = ["moq-adaptive", "moq-adaptive-delay"]
+WEBRTC = "webrtc-gcc"
 # The adaptive-delivery issue's targets per profile: (least share of frames, mean ms, p95 ms, most stalls).
 ADAPTIVE_TARGETS = {
     "const_500": (0.95, 450, 600, 0),
@@ -803,6 +810,45 @@ ADAPTIVE_TARGETS = {
     "slow_jitters": (0.95, 500, None, None),
     "intra_cascade": (0.90, 600, None, 2),
 }
+
+
+def webrtc_comparison(summaries):
+    """Our adaptive systems against `webrtc-gcc` on each congested profile of the run (medians
+    over the repetitions): at least its share of frames intact, at most its p95 latency, at least
+    90 % of its delivered (intact) bitrate."""
+    first = typical_runs(summaries)
+    profiles = sorted({p for (system, p) in first if system == WEBRTC and not p.startswith("loss")})
+    rows = []
+    for profile in profiles:
+        theirs = first[(WEBRTC, profile)]
+        for system in ADAPTIVE:
+            ours = first.get((system, profile))
+            if not ours:
+                continue
+            frames_ok = intact_share(ours) >= intact_share(theirs)
+            p95_ok = ours["latency_p95_ms"] <= theirs["latency_p95_ms"]
+            kbit = (ours.get("intact_kbit"), theirs.get("intact_kbit"))
+            rate_ok = None if None in kbit else kbit[0] >= 0.9 * kbit[1]
+            verdict = "met" if frames_ok and p95_ok and rate_ok else "not met"
+            rows.append(
+                f"| {profile} | {system} | {intact_share(ours):.1%} vs {intact_share(theirs):.1%} "
+                f"| {ours['latency_p95_ms']:.0f} vs {theirs['latency_p95_ms']:.0f} "
+                f"| {fmt(kbit[0])} vs {fmt(kbit[1])} | {verdict} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## Against WebRTC",
+        "",
+        f"Our adaptive systems against `{WEBRTC}` in the same run, each congested profile (medians over the "
+        "repetitions): at least its share of frames rendered intact, at most its p95 latency, at least 90 % of "
+        "its delivered bitrate (frames rendered intact).",
+        "",
+        f"| profile | system | frames intact (ours vs {WEBRTC}) | p95 ms | delivered kbit/s | verdict |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def adaptive_goals(summaries, profiles_dir):
@@ -1221,6 +1267,9 @@ def main():
             "or latency to set. Its sender CPU includes moq-relay's."
         )
         md.append("")
+    if any(s["system"] == WEBRTC for s in summaries):
+        md.append(WEBRTC_METHOD)
+        md.append("")
     unavailable = os.path.join(out, "moq-gst-unavailable.txt")
     if os.path.exists(unavailable):
         md.append("moq-gst was not compared: it did not build on this machine. The end of its build log:")
@@ -1229,6 +1278,7 @@ def main():
         md.append(read_text(unavailable).strip())
         md.append("```")
         md.append("")
+    md.extend(webrtc_unavailable(out))
     md.append("## Machine")
     md.append("")
     md.append(f"- {platform.platform()}, {os.cpu_count()} CPUs")
@@ -1270,6 +1320,7 @@ def main():
     md.extend(comparator_check(summaries, all_runs, PROFILES))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
+    md.extend(webrtc_comparison(summaries))
     md.extend(abr_goals(summaries))
     md.extend(fanout_section(args.fanout or [out]))
     md.append("## Reading")
@@ -1283,6 +1334,42 @@ def main():
     write_text(os.path.join(out, "BENCHMARKS.md"), report)
     if args.publish:
         publish(out, plots, report, args.publish)
+
+
+WEBRTC_METHOD = (
+    f"`{WEBRTC}`: WebRTC as users run it for low latency, gst-plugins-rs 0.15 (`pipelines/install-webrtc.sh`). "
+    "The sender decodes the reference stream and hands the pictures to `webrtcsink` (`congestion-control=gcc`: "
+    "Google Congestion Control, `rtpgccbwe`, sets the encoder's bitrate; start 600, floor 150, ceiling "
+    "1200 kbit/s as `moq-adaptive`; FEC and retransmission as webrtcsink's defaults; its mitigation modes, which "
+    "halve the frame rate or scale the picture down on slow links, off). webrtcsink encodes with x264enc set as "
+    "`moq-adaptive`'s encoder (`tune=zerolatency`, GoP 15, `speed-preset=veryfast`) in the constrained-baseline "
+    "profile WebRTC negotiates for H.264; SPS and PPS go once per keyframe from webrtcsink's parser, not from the "
+    "payloader (GStreamer 1.22's `rtph264pay` repeats them before every slice of an IDR picture, and x264's "
+    "zero-latency pictures have several, which splits keyframes at the depayloader; a browser would not "
+    "notice). The receiver is `webrtcsrc` up to RTP (webrtcbin's jitter buffer at "
+    "`latency=100`, NACK), then `rtph264depay` and the common probe, decoder and sink. They meet through "
+    "gst-plugins-rs's signalling server; ICE runs on 127.0.0.1 only with no STUN or TURN server, the sender's "
+    "agent on the port linkem forwards to, and the receiver given linkem's address as the sender's candidate, "
+    "so media and feedback cross the link (checked on linkem's byte counters). Availability is taken before "
+    "the encoder as for `moq-adaptive`; sizes and delivered bitrate are those of the live encoding; its "
+    "adaptation plot shows the bitrate GCC set and rtpgccbwe's estimate."
+)
+
+
+def webrtc_unavailable(out):
+    """The note that `webrtc-gcc` was not compared, from OUT/webrtc-unavailable.txt."""
+    path = os.path.join(out, "webrtc-unavailable.txt")
+    if not os.path.exists(path):
+        return []
+    return [
+        f"**`{WEBRTC}` was not compared**: its plugins could not be had on this machine. Why, and the end of "
+        "their build log:",
+        "",
+        "```",
+        read_text(path).strip(),
+        "```",
+        "",
+    ]
 
 
 def publish(out, plots, report, repo):

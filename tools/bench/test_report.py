@@ -223,6 +223,41 @@ class AdaptiveGoals(unittest.TestCase):
         self.assertIn("| const_500 | moq-adaptive | 90.0% | 400 | 600 | 0 | ≥ 95%, mean ≤ 450, p95 ≤ 600, stalls ≤ 0 | not met |", md)
 
 
+class AgainstWebRtc(unittest.TestCase):
+    def test_each_congested_profile_compares_frames_p95_and_delivered_rate(self):
+        summaries = [
+            summary(report.WEBRTC, "const_500", 0, 300, frames_rendered_intact=95, intact_kbit=400),
+            summary("moq-adaptive-delay", "const_500", 0, 200, frames_rendered_intact=97, intact_kbit=370),
+            summary(report.WEBRTC, "cascade", 0, 300, frames_rendered_intact=95, intact_kbit=600),
+            summary("moq-adaptive-delay", "cascade", 0, 200, frames_rendered_intact=97, intact_kbit=500),
+            # The idle link is not a congested profile.
+            summary(report.WEBRTC, report.IDLE_LINK, 0, 100),
+            summary("moq-adaptive-delay", report.IDLE_LINK, 0, 100),
+        ]
+        md = "\n".join(report.webrtc_comparison(summaries))
+        self.assertIn("| const_500 | moq-adaptive-delay | 97.0% vs 95.0% | 300 vs 450 | 370 vs 400 | met |", md)
+        # 500 < 90 % of 600.
+        self.assertIn("| cascade | moq-adaptive-delay | 97.0% vs 95.0% | 300 vs 450 | 500 vs 600 | not met |", md)
+        self.assertNotIn(report.IDLE_LINK, md)
+
+    def test_no_section_without_webrtc(self):
+        self.assertEqual(report.webrtc_comparison([summary("moq-adaptive", "const_500", 0, 400)]), [])
+
+    def test_a_missing_webrtc_is_said_in_the_report(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assertEqual(report.webrtc_unavailable(out), [])
+            with open(os.path.join(out, "webrtc-unavailable.txt"), "w") as f:
+                f.write("install-webrtc.sh failed\n")
+            md = "\n".join(report.webrtc_unavailable(out))
+            self.assertIn("was not compared", md)
+            self.assertIn("install-webrtc.sh failed", md)
+
+    def test_webrtc_has_a_rate_log_like_the_adaptive_systems(self):
+        self.assertTrue(report.has_rate_log(report.WEBRTC))
+        self.assertTrue(report.has_rate_log("moq-adaptive-delay"))
+        self.assertFalse(report.has_rate_log("rtp-udp"))
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -47,6 +47,8 @@ pub const MAX_CHANNELS: u32 = 255;
 const MAX_NAME_LEN: usize = 1024;
 /// Longest codec configuration accepted, in bytes.
 const MAX_CONFIG_LEN: usize = 64 * 1024;
+/// Longest publisher-side frame delay accepted (hang's `jitter`), µs.
+const MAX_JITTER_US: u64 = 60_000_000;
 
 /// The layer of a video track a frame came on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,9 +202,17 @@ pub struct TrackEntry {
     /// AudioSpecificConfig).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// A human-readable name for track pickers ("Main camera", "English").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// Not in our catalog: every track of it uses our container.
     #[serde(skip)]
     pub container: Container,
+    /// Not in our catalog, whose frames carry their decode times: the longest a frame
+    /// waits at the publisher before it is sent (its own duration, plus reordering), µs.
+    /// hang's players size their buffer by it.
+    #[serde(skip)]
+    pub jitter_us: Option<u64>,
 }
 
 impl TrackEntry {
@@ -223,7 +233,9 @@ impl TrackEntry {
             sample_rate: None,
             channels: None,
             config: None,
+            label: None,
             container: Container::Native,
+            jitter_us: None,
         }
     }
 
@@ -381,6 +393,12 @@ impl Catalog {
 
     fn validate_track(&self, t: &TrackEntry) -> Result<(), CatalogError> {
         let name = t.name.as_str();
+        if t.label.as_ref().is_some_and(|l| l.len() > MAX_NAME_LEN) {
+            return Err(invalid(name, "label", "too long"));
+        }
+        if t.jitter_us.is_some_and(|j| j > MAX_JITTER_US) {
+            return Err(invalid(name, "jitter", "over a minute"));
+        }
         let codec = || match &t.codec {
             None => Err(invalid(name, "codec", "missing")),
             Some(c) if c.is_empty() || c.len() > MAX_NAME_LEN => {

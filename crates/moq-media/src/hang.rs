@@ -3,7 +3,11 @@
 //!
 //! - The catalog is the track `catalog.json`: one JSON document per group, renditions of
 //!   video and audio by track name, each with its codec string, optional decoder
-//!   configuration (`description`, hex) and container.
+//!   configuration (`description`, hex) and container; a `label` for track pickers; what a
+//!   player picks a video rendition by (`codedWidth`/`codedHeight`, `bitrate`) and sizes its
+//!   buffer by (`jitter`: the most a frame waits at the publisher, ms). The root `clock`
+//!   maps media time to the wall clock. Sections we do not use (`archive`, `text`, ...) are
+//!   ignored.
 //! - Each object is one frame. The `legacy` container puts the presentation timestamp
 //!   (a QUIC varint, µs) ahead of the frame; `loc` puts LOC properties (the timestamp
 //!   among them) there. An object with no frame bytes behind its timestamp is a marker,
@@ -77,6 +81,8 @@ struct Section<T> {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct VideoConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
     codec: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     description: Option<String>,
@@ -86,6 +92,12 @@ struct VideoConfig {
     coded_height: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     framerate: Option<f64>,
+    /// bit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bitrate: Option<u64>,
+    /// ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jitter: Option<u64>,
     #[serde(default)]
     container: ContainerConfig,
 }
@@ -93,11 +105,16 @@ struct VideoConfig {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AudioConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
     codec: String,
     sample_rate: u32,
     number_of_channels: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     description: Option<String>,
+    /// ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jitter: Option<u64>,
     #[serde(default)]
     container: ContainerConfig,
 }
@@ -125,6 +142,15 @@ struct Clock {
 
 fn micro() -> u64 {
     TIMESCALE
+}
+
+/// hang's `jitter` (whole ms) in µs, and back (rounded up: it is a bound).
+fn jitter_us(ms: Option<u64>) -> Option<u64> {
+    ms.map(|ms| ms.saturating_mul(1000))
+}
+
+fn jitter_ms(us: Option<u64>) -> Option<u64> {
+    us.map(|us| us.div_ceil(1000))
 }
 
 impl ContainerConfig {
@@ -176,6 +202,9 @@ pub fn catalog_from_json(data: &[u8]) -> Result<Catalog, CatalogError> {
             width: v.coded_width,
             height: v.coded_height,
             framerate: v.framerate.and_then(framerate_fraction),
+            bitrate: v.bitrate.filter(|b| *b > 0),
+            label: v.label,
+            jitter_us: jitter_us(v.jitter),
             container,
             ..TrackEntry::new(name, TrackKind::Video)
         });
@@ -186,6 +215,8 @@ pub fn catalog_from_json(data: &[u8]) -> Result<Catalog, CatalogError> {
             sample_rate: Some(a.sample_rate),
             channels: Some(a.number_of_channels),
             config: a.description,
+            label: a.label,
+            jitter_us: jitter_us(a.jitter),
             container: a.container.container(),
             ..TrackEntry::new(name, TrackKind::Audio)
         });
@@ -209,7 +240,8 @@ pub fn catalog_from_json(data: &[u8]) -> Result<Catalog, CatalogError> {
 }
 
 /// Our catalog as a hang document: every video and audio track a rendition in the
-/// `legacy` container; `wall_at_zero_us` (UNIX µs) becomes its clock.
+/// `legacy` container (alternates of one video are renditions of it: a player picks one
+/// by size and bitrate); `wall_at_zero_us` (UNIX µs) becomes its clock.
 pub fn catalog_to_json(catalog: &Catalog) -> Vec<u8> {
     let mut root = Root::default();
     for t in &catalog.tracks {
@@ -226,11 +258,14 @@ pub fn catalog_to_json(catalog: &Catalog) -> Vec<u8> {
                     .insert(
                         t.name.clone(),
                         VideoConfig {
+                            label: t.label.clone(),
                             codec,
                             description: None,
                             coded_width: t.width,
                             coded_height: t.height,
                             framerate: t.framerate.map(|[n, d]| f64::from(n) / f64::from(d.max(1))),
+                            bitrate: t.bitrate,
+                            jitter: jitter_ms(t.jitter_us),
                             container: ContainerConfig::default(),
                         },
                     );
@@ -244,10 +279,12 @@ pub fn catalog_to_json(catalog: &Catalog) -> Vec<u8> {
                     .insert(
                         t.name.clone(),
                         AudioConfig {
+                            label: t.label.clone(),
                             codec,
                             sample_rate: t.sample_rate.unwrap_or(48_000),
                             number_of_channels: t.channels.unwrap_or(2),
                             description: t.config.clone(),
+                            jitter: jitter_ms(t.jitter_us),
                             container: ContainerConfig::default(),
                         },
                     );
@@ -637,6 +674,91 @@ mod tests {
         assert_eq!(v.width, Some(640));
         assert_eq!(back.track("audio").unwrap().config.as_deref(), Some("1208"));
         assert_eq!(back.wall_at_zero_us, Some(1_795_000_000_000_000));
+    }
+
+    /// A catalog as moq-dev's current publishers write it (hang 0.21): labels, bitrates,
+    /// jitter, a stalled flag, display fields, an archive, text and data sections.
+    const CURRENT: &str = r#"{
+        "video":{"renditions":{
+            "hd":{"label":"Main camera","codec":"avc3.64001f","codedWidth":1280,"codedHeight":720,
+                  "displayAspectWidth":16,"displayAspectHeight":9,"bitrate":2500000,"stalled":false,
+                  "framerate":30.0,"optimizeForLatency":true,"container":{"kind":"legacy"},
+                  "jitter":100,"delay":12},
+            "sd":{"codec":"avc3.42c01e","codedWidth":640,"codedHeight":360,"bitrate":800000,
+                  "container":{"kind":"legacy"},"jitter":34}},
+            "display":{"width":1280,"height":720},"rotation":0.0,"flip":false},
+        "audio":{"renditions":{"en":{"label":"English","codec":"opus","sampleRate":48000,
+            "numberOfChannels":2,"bitrate":64000,"container":{"kind":"legacy"},"jitter":20}}},
+        "archive":{"track":"timeline.z","timescale":1000},
+        "clock":{"wall":217689378863832,"timescale":1000000},
+        "text":{"renditions":{}},"json":{"renditions":{}},"scte35":{"any":"thing"}}"#;
+
+    #[test]
+    fn a_current_catalog_gives_labels_bitrates_jitter_and_the_clock() {
+        let c = catalog_from_json(CURRENT.as_bytes()).unwrap();
+        let hd = c.track("hd").unwrap();
+        assert_eq!(hd.label.as_deref(), Some("Main camera"));
+        assert_eq!(hd.bitrate, Some(2_500_000));
+        assert_eq!(hd.jitter_us, Some(100_000));
+        assert_eq!((hd.width, hd.height), (Some(1280), Some(720)));
+        let sd = c.track("sd").unwrap();
+        assert_eq!((sd.label.as_deref(), sd.bitrate), (None, Some(800_000)));
+        let en = c.track("en").unwrap();
+        assert_eq!(en.label.as_deref(), Some("English"));
+        assert_eq!(en.jitter_us, Some(20_000));
+        assert_eq!(
+            c.wall_at_zero_us,
+            Some(MOQ_EPOCH_UNIX_US + 217_689_378_863_832)
+        );
+        // A label no picker could show is refused with the catalog.
+        let long = CURRENT.replace("Main camera", &"x".repeat(2000));
+        assert!(catalog_from_json(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn what_a_web_player_picks_a_rendition_by_is_written() {
+        let rendition = |name: &str, height: u32, bitrate: u64| TrackEntry {
+            codec: Some("avc1.64001f".into()),
+            width: Some(height * 16 / 9),
+            height: Some(height),
+            framerate: Some([24, 1]),
+            bitrate: Some(bitrate),
+            alt_group: Some(1),
+            label: Some(format!("{height}p")),
+            // Three frames of reordering plus the frame itself, at 24 fps.
+            jitter_us: Some(166_667),
+            ..TrackEntry::new(name, TrackKind::Video)
+        };
+        let ours = Catalog {
+            wall_at_zero_us: Some(MOQ_EPOCH_UNIX_US + 5_000_000),
+            ..Catalog::native(
+                "skip-gops",
+                1,
+                vec![
+                    rendition("video", 720, 2_000_000),
+                    rendition("video-1", 360, 600_000),
+                ],
+            )
+        };
+        let json: serde_json::Value = serde_json::from_slice(&catalog_to_json(&ours)).unwrap();
+        let hd = &json["video"]["renditions"]["video"];
+        assert_eq!(hd["codec"], "avc3.64001f");
+        assert_eq!(
+            (hd["codedWidth"].as_u64(), hd["codedHeight"].as_u64()),
+            (Some(1280), Some(720))
+        );
+        assert_eq!(hd["bitrate"], 2_000_000);
+        assert_eq!(hd["label"], "720p");
+        assert_eq!(hd["jitter"], 167, "whole ms, rounded up");
+        assert_eq!(json["video"]["renditions"]["video-1"]["bitrate"], 600_000);
+        assert_eq!(json["clock"]["wall"], 5_000_000);
+        assert_eq!(json["clock"]["timescale"], 1_000_000);
+        let back = catalog_from_json(&catalog_to_json(&ours)).unwrap();
+        assert_eq!(
+            back.track("video-1").unwrap().label.as_deref(),
+            Some("360p")
+        );
+        assert_eq!(back.track("video").unwrap().jitter_us, Some(167_000));
     }
 
     #[test]

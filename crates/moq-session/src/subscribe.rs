@@ -350,11 +350,27 @@ fn finish_if_done(inner: &Inner, request_id: u64, grace_expired: bool) {
     });
 }
 
-/// The connection is gone: wake every pending request.
+/// The connection is gone: wake every pending request. A subscription whose PUBLISH_DONE
+/// arrived has ended, whether or not the streams it announced came before the close: a
+/// publisher finishing its broadcast closes as soon as its subscriptions are done.
 pub(crate) fn session_closed(inner: &Inner) {
     let mut state = lock(&inner.state);
-    state.outgoing.clear();
+    let ended: Vec<_> = state
+        .outgoing
+        .drain()
+        .filter_map(|(_, sub)| {
+            sub.done
+                .map(|(_, status, reason)| (sub.events, status, reason))
+        })
+        .collect();
     state.aliases.clear();
+    drop(state);
+    for (events, status, reason) in ended {
+        // After every event already queued; the consumer is not waited for here.
+        tokio::spawn(async move {
+            let _ = events.send(TrackEvent::Ended { status, reason }).await;
+        });
+    }
 }
 
 pub(crate) async fn accept_data_streams(inner: Arc<Inner>) {

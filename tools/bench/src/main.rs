@@ -1,10 +1,10 @@
 //! `moq-bench`: plays one reference stream through linkem profiles with our four delivery
-//! modes, SRT and RTP, and records per-frame latency, rendering and link figures.
+//! modes, SRT, RTP and WebRTC, and records per-frame latency, rendering and link figures.
 //!
 //! ```text
 //! moq-bench --out DIR [--quick] [--reps N] [--profiles a,b] [--systems x,y] [--grid-seconds S]
 //!           [--max-seconds S] [--no-grid] [--resume]
-//!           [--moq-gst PLUGIN_DIR]
+//!           [--moq-gst PLUGIN_DIR] [--webrtc PLUGIN_DIR]
 //! moq-bench --fanout --out DIR [--counts 1,10,50,100,200] [--warmup S] [--measure S]
 //!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
 //! ```
@@ -23,6 +23,7 @@ mod moq_gst;
 mod reference;
 mod run;
 mod systems;
+mod webrtc;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,8 +33,9 @@ use linkem::Profile;
 use crate::moq_gst::MoqGst;
 use crate::run::RunSpec;
 use crate::systems::System;
+use crate::webrtc::WebRtc;
 
-const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR]
+const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR] [--webrtc DIR]
        moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
 
   --out DIR          where results go (created)
@@ -43,7 +45,7 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
                      fast_jitters, const_500, random_walk)
   --systems x,y      systems (default: all: moq-baseline, moq-deprioritize-b, moq-skip-gops,
                      moq-combined, moq-skip-gops-delay, moq-adaptive, moq-adaptive-delay,
-                     moq-av, moq-abr, srt-125ms, srt-500ms, rtp-udp)
+                     moq-av, moq-abr, srt-125ms, srt-500ms, rtp-udp, webrtc-gcc)
   --grid-seconds S   length of each loss x RTT grid run (default 60)
   --max-seconds S    run each profile for at most S s (default: its whole trace)
   --no-grid          skip the loss x RTT grid
@@ -52,6 +54,10 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --moq-gst DIR      also compare moq-gst (moq-dev's plugin, libgstmoq.so in DIR, built by
                      pipelines/install-moq-gst.sh) through moq-relay on the profiles above;
                      added to the default systems, or name it: --systems ..,moq-gst
+  --webrtc DIR       where webrtc-gcc's plugins and signalling server are (built by
+                     pipelines/install-webrtc.sh); without it moq-bench runs that script
+                     (the first time builds for ~20 min). If they cannot be had, webrtc-gcc
+                     is not run and DIR/webrtc-unavailable.txt and the report say why
 
   --fanout           fan-out instead: one moqsink (its own process, ~1 Mbit/s H.264 at 24 fps,
                      sync=true) and N subscribers in this process, each its own QUIC connection,
@@ -109,6 +115,7 @@ struct Options {
     /// Keep the runs already in the output's summary.
     resume: bool,
     moq_gst: Option<PathBuf>,
+    webrtc: Option<PathBuf>,
     /// `--fanout`: the fan-out benchmark instead of the link profiles.
     fanout: Option<fanout::Options>,
 }
@@ -132,6 +139,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         grid: true,
         resume: false,
         moq_gst: None,
+        webrtc: None,
         fanout: None,
     };
     let mut systems_given = false;
@@ -162,6 +170,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--no-grid" => o.grid = false,
             "--resume" => o.resume = true,
             "--moq-gst" => o.moq_gst = Some(PathBuf::from(value()?)),
+            "--webrtc" => o.webrtc = Some(PathBuf::from(value()?)),
             "--fanout" => fanout_wanted = true,
             "--counts" => {
                 fanout.counts = value()?
@@ -401,6 +410,8 @@ fn main_inner() -> Result<(), String> {
         }
         None => None,
     };
+    let wanted_webrtc = plan.iter().any(|p| p.3.contains(&System::WebRtc));
+    let webrtc = webrtc_for(&mut plan, &options, &root)?;
     let summary_path = options.out.join("summary.json");
     let mut summaries: Vec<serde_json::Value> = match options.resume {
         true => earlier_runs(&summary_path)?,
@@ -432,6 +443,7 @@ fn main_inner() -> Result<(), String> {
                     tls: &tls,
                     out: &options.out,
                     moq_gst: moq_gst.as_ref(),
+                    webrtc: webrtc.as_ref(),
                 };
                 match run::run(&spec) {
                     Ok(summary) => {
@@ -463,10 +475,60 @@ fn main_inner() -> Result<(), String> {
     if !status.success() {
         return Err("report.py failed (needs /usr/bin/python3 with matplotlib)".into());
     }
+    if wanted_webrtc && webrtc.is_none() {
+        eprintln!(
+            "moq-bench: webrtc-gcc was NOT compared; {} says why",
+            options.out.join(WEBRTC_UNAVAILABLE).display()
+        );
+    }
     if !failures.is_empty() {
         return Err(format!("{} run(s) failed: {failures:?}", failures.len()));
     }
     Ok(())
+}
+
+/// Where the run writes why webrtc-gcc was not compared (the report shows it).
+const WEBRTC_UNAVAILABLE: &str = "webrtc-unavailable.txt";
+
+/// The WebRTC plugins when webrtc-gcc is in the plan ([`WebRtc::find`]). If they cannot be
+/// had, webrtc-gcc leaves the plan, loudly: the reason and the end of the build log go to
+/// `OUT/webrtc-unavailable.txt`, which the report shows.
+fn webrtc_for(
+    plan: &mut [(String, Profile, u64, Vec<System>)],
+    options: &Options,
+    root: &Path,
+) -> Result<Option<WebRtc>, String> {
+    if !plan.iter().any(|p| p.3.contains(&System::WebRtc)) {
+        return Ok(None);
+    }
+    let unavailable = options.out.join(WEBRTC_UNAVAILABLE);
+    let log = options.out.join("webrtc-build.log");
+    match WebRtc::find(options.webrtc.as_deref(), root, &log) {
+        Ok(webrtc) => {
+            let _ = std::fs::remove_file(&unavailable);
+            Ok(Some(webrtc))
+        }
+        Err(e) => {
+            let mut why = format!("{e}\n");
+            if let Ok(text) = std::fs::read_to_string(&log) {
+                let lines: Vec<&str> = text.lines().collect();
+                for line in &lines[lines.len().saturating_sub(20)..] {
+                    why.push_str(line);
+                    why.push('\n');
+                }
+            }
+            std::fs::write(&unavailable, &why)
+                .map_err(|e| format!("{}: {e}", unavailable.display()))?;
+            eprintln!(
+                "\n!!! webrtc-gcc is NOT compared: {e}\n!!! (the reason is in {})\n",
+                unavailable.display()
+            );
+            for step in plan.iter_mut() {
+                step.3.retain(|s| *s != System::WebRtc);
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// The runs of an earlier, interrupted invocation (none if it wrote no summary yet).
@@ -520,6 +582,25 @@ mod tests {
             "a damaged summary is an error, not a fresh start"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn webrtc_is_among_the_default_systems_and_its_directory_is_a_flag() {
+        let o = parse(args("--out x")).unwrap();
+        assert!(o.systems.contains(&System::WebRtc));
+        assert_eq!(o.webrtc, None);
+        let o = parse(args(
+            "--out x --webrtc /w --systems webrtc-gcc,moq-adaptive",
+        ))
+        .unwrap();
+        assert_eq!(o.webrtc, Some(PathBuf::from("/w")));
+        assert_eq!(o.systems.len(), 2);
+        assert!(
+            !parse(args("--out x --quick"))
+                .unwrap()
+                .systems
+                .contains(&System::WebRtc)
+        );
     }
 
     #[test]

@@ -114,6 +114,17 @@ pub fn kind_name(kind: FrameKind) -> &'static str {
     }
 }
 
+/// The kind [`kind_name`] names.
+pub fn kind_from_name(name: &str) -> Option<FrameKind> {
+    [
+        FrameKind::Key,
+        FrameKind::Reference,
+        FrameKind::NonReference,
+    ]
+    .into_iter()
+    .find(|k| kind_name(*k) == name)
+}
+
 /// Writes AUs as `[pts u64][dts u64][kind u8][len u32][bytes]`, little endian.
 pub fn save(aus: &[Au], path: &Path) -> io::Result<()> {
     let mut out = io::BufWriter::new(std::fs::File::create(path)?);
@@ -172,10 +183,11 @@ pub struct Tag {
 }
 
 /// FNV-1a over an AU's slice NAL units, each without trailing zero bytes (stuffing a
-/// transport may add or drop): the bytes a decoder turns into the picture.
-fn slice_digest(au: &[u8]) -> u64 {
+/// transport may add or drop): the bytes a decoder turns into the picture, whatever the
+/// stream format.
+fn slice_digest(au: &[u8], format: StreamFormat) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for nal in h264::nal_units(au, StreamFormat::ByteStream)
+    for nal in h264::nal_units(au, format)
         .filter_map(Result::ok)
         .filter(|n| matches!(n.nal_type, 1 | 5))
     {
@@ -187,30 +199,48 @@ fn slice_digest(au: &[u8]) -> u64 {
     hash
 }
 
-/// What [`tag`] adds to an AU: start code, NAL and SEI headers, UUID, two 16-digit hex
-/// numbers, stop bit.
+/// What [`tag`] adds to a byte-stream AU: start code, NAL and SEI headers, UUID, two
+/// 16-digit hex numbers, stop bit.
 pub const TAG_BYTES: usize = 7 + UUID.len() + 32 + 1;
 
-/// The AU with an SEI carrying `id` and the digest of its slices inserted before its
-/// first slice.
+/// The byte-stream AU with an SEI carrying `id` and the digest of its slices inserted
+/// before its first slice.
 pub fn tag(au: &[u8], id: u64) -> Vec<u8> {
-    let first_slice = h264::nal_units(au, StreamFormat::ByteStream)
+    tag_in(au, id, StreamFormat::ByteStream)
+}
+
+/// [`tag`] for an AU in `format` (byte-stream, or AVC with its NAL length size).
+pub fn tag_in(au: &[u8], id: u64, format: StreamFormat) -> Vec<u8> {
+    let first_slice = h264::nal_units(au, format)
         .filter_map(Result::ok)
         .find(|n| matches!(n.nal_type, 1 | 5))
         .map(|n| n.data.as_ptr() as usize - au.as_ptr() as usize);
-    // Back up over the start code (00 00 01, or 00 00 00 01).
-    let at = first_slice.map_or(0, |o| {
-        let o = o - 3;
-        if o > 0 && au[o - 1] == 0 { o - 1 } else { o }
-    });
     // Hex digits: the payload has no zero byte, so it needs no emulation prevention.
-    let payload = format!("{id:016x}{:016x}", slice_digest(au));
-    let mut out = Vec::with_capacity(au.len() + 60);
+    let payload = format!("{id:016x}{:016x}", slice_digest(au, format));
+    let mut sei = vec![0x06, 0x05, (UUID.len() + payload.len()) as u8];
+    sei.extend_from_slice(&UUID);
+    sei.extend_from_slice(payload.as_bytes());
+    sei.push(0x80);
+    // Back up over the slice's start code (00 00 01, or 00 00 00 01) or length.
+    let (at, prefix) = match format {
+        StreamFormat::ByteStream => {
+            let at = first_slice.map_or(0, |o| {
+                let o = o - 3;
+                if o > 0 && au[o - 1] == 0 { o - 1 } else { o }
+            });
+            (at, vec![0, 0, 0, 1])
+        }
+        StreamFormat::Avc { length_size } => {
+            let size = usize::from(length_size);
+            let at = first_slice.map_or(0, |o| o - size);
+            let length = (sei.len() as u32).to_be_bytes();
+            (at, length[4 - size..].to_vec())
+        }
+    };
+    let mut out = Vec::with_capacity(au.len() + prefix.len() + sei.len());
     out.extend_from_slice(&au[..at]);
-    out.extend_from_slice(&[0, 0, 0, 1, 0x06, 0x05, (UUID.len() + payload.len()) as u8]);
-    out.extend_from_slice(&UUID);
-    out.extend_from_slice(payload.as_bytes());
-    out.push(0x80);
+    out.extend_from_slice(&prefix);
+    out.extend_from_slice(&sei);
     out.extend_from_slice(&au[at..]);
     out
 }
@@ -226,7 +256,7 @@ pub fn read_tag(au: &[u8]) -> Option<Tag> {
     let digest = hex(at + 16..at + 32);
     Some(Tag {
         id,
-        intact: digest == Some(slice_digest(au)),
+        intact: digest == Some(slice_digest(au, StreamFormat::ByteStream)),
     })
 }
 
@@ -269,6 +299,44 @@ mod tests {
         // A missing slice is damage too.
         let truncated = &tagged[..tagged.len() - 5];
         assert!(!read_tag(truncated).unwrap().intact);
+    }
+
+    #[test]
+    fn an_avc_tag_reads_back_from_the_same_au_in_byte_stream() {
+        let slices: [&[u8]; 2] = [&[0x65, 0x88, 0x84], &[0x41, 0x9a]];
+        let (mut avc, mut annex_b) = (Vec::new(), Vec::new());
+        for nal in slices {
+            avc.extend_from_slice(&(nal.len() as u32).to_be_bytes());
+            avc.extend_from_slice(nal);
+            annex_b.extend_from_slice(&[0, 0, 0, 1]);
+            annex_b.extend_from_slice(nal);
+        }
+        let format = StreamFormat::Avc { length_size: 4 };
+        let tagged = tag_in(&avc, 7, format);
+        assert_eq!(tagged.len(), avc.len() + TAG_BYTES);
+        let kinds: Vec<u8> = h264::nal_units(&tagged, format)
+            .map(|n| n.unwrap().nal_type)
+            .collect();
+        assert_eq!(kinds, [6, 5, 1], "SEI first, slices intact");
+        // What a depayloader makes of it: the same NAL units behind start codes.
+        let mut converted = Vec::new();
+        for nal in h264::nal_units(&tagged, format) {
+            converted.extend_from_slice(&[0, 0, 0, 1]);
+            converted.extend_from_slice(nal.unwrap().data);
+        }
+        assert_eq!(converted, tag(&annex_b, 7));
+        assert_eq!(
+            read_tag(&converted),
+            Some(Tag {
+                id: 7,
+                intact: true
+            })
+        );
+        assert_eq!(
+            kind_from_name(kind_name(FrameKind::Key)),
+            Some(FrameKind::Key)
+        );
+        assert_eq!(kind_from_name(""), None);
     }
 
     #[test]

@@ -18,11 +18,15 @@ use crate::metrics::{
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
 use crate::systems::{Direction, Endpoints, System, abr_rendition_kbit};
+use crate::webrtc::{self, WebRtc};
 
 /// Time after the sender stops for the last frames to be rendered.
 const TAIL: Duration = Duration::from_secs(3);
 /// Time the sender gets to start listening before the receiver connects.
 const SENDER_START: Duration = Duration::from_secs(1);
+/// How long a WebRTC sender may take to register with the signalling server (webrtcsink
+/// registers once it has encoded its first pictures).
+const REGISTRATION: Duration = Duration::from_secs(30);
 
 pub fn unix_us() -> i64 {
     SystemTime::now()
@@ -59,6 +63,8 @@ pub struct RunSpec<'a> {
     pub out: &'a Path,
     /// Set up when moq-gst is among the systems.
     pub moq_gst: Option<&'a MoqGst>,
+    /// Set up when webrtc-gcc is among the systems.
+    pub webrtc: Option<&'a WebRtc>,
 }
 
 impl RunSpec<'_> {
@@ -68,6 +74,34 @@ impl RunSpec<'_> {
             (System::MoqGst, None) => Err("moq-gst is not set up (moq-bench --moq-gst DIR)".into()),
             (System::MoqGst, Some(m)) => Ok(Some(m)),
             _ => Ok(None),
+        }
+    }
+
+    /// The WebRTC plugins when this run is webrtc-gcc's.
+    fn webrtc(&self) -> Result<Option<&WebRtc>, String> {
+        match (self.system, self.webrtc) {
+            (System::WebRtc, None) => {
+                Err("the WebRTC plugins are not set up (moq-bench --webrtc DIR)".into())
+            }
+            (System::WebRtc, Some(w)) => Ok(Some(w)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The plugin set of a system whose sender and receiver run in child processes apart from
+/// ours (moq-gst's, whose elements share our names; WebRTC's).
+enum Apart<'a> {
+    MoqGst(&'a MoqGst),
+    /// With the signalling server's address.
+    WebRtc(&'a WebRtc, String),
+}
+
+impl Apart<'_> {
+    fn environment<'c>(&self, command: &'c mut Command, out: &Path) -> &'c mut Command {
+        match self {
+            Apart::MoqGst(moq_gst) => moq_gst.environment(command, out),
+            Apart::WebRtc(webrtc, signalling) => webrtc.environment(command, out, signalling),
         }
     }
 }
@@ -107,19 +141,25 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// A receiver child's report: `cpu_s,S`, then `id,arrived_us,rendered_us,damaged,size`
-    /// per frame.
+    /// A receiver child's report: `cpu_s,S`, `decoder_latency_ms,MS` (empty when not
+    /// known), then `id,arrived_us,rendered_us,damaged,size,kind` per frame (kind as
+    /// [`reference::kind_name`], empty when not known).
     fn write(&self, path: &Path, cpu_s: f64) -> Result<(), String> {
         let mut out =
             std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
         let opt = |v: Option<&i64>| v.map_or(String::new(), |v| v.to_string());
         writeln!(out, "cpu_s,{cpu_s}").map_err(|e| e.to_string())?;
+        let decoder = self
+            .decoder_latency_ms
+            .map_or(String::new(), |ms| ms.to_string());
+        writeln!(out, "decoder_latency_ms,{decoder}").map_err(|e| e.to_string())?;
         for (id, arrived) in &self.arrived {
             let damaged = u8::from(self.damaged.contains(id));
             let size = self.sizes.get(id).copied().unwrap_or(0);
+            let kind = self.kinds.get(id).map_or("", |k| reference::kind_name(*k));
             writeln!(
                 out,
-                "{id},{arrived},{},{damaged},{size}",
+                "{id},{arrived},{},{damaged},{size},{kind}",
                 opt(self.rendered.get(id))
             )
             .map_err(|e| e.to_string())?;
@@ -135,13 +175,28 @@ impl Seen {
             .and_then(|l| l.strip_prefix("cpu_s,"))
             .and_then(|v| v.parse().ok())
             .ok_or("receiver report: no cpu_s line")?;
-        let mut seen = Seen::default();
+        let decoder_latency_ms = lines
+            .next()
+            .and_then(|l| l.strip_prefix("decoder_latency_ms,"))
+            .ok_or("receiver report: no decoder_latency_ms line")?
+            .parse()
+            .ok();
+        let mut seen = Seen {
+            decoder_latency_ms,
+            ..Seen::default()
+        };
         for line in lines {
-            let fields: Vec<Option<i64>> = line.split(',').map(|f| f.parse().ok()).collect();
+            let (numbers, kind) = line
+                .rsplit_once(',')
+                .ok_or(format!("receiver report: bad line {line:?}"))?;
+            let fields: Vec<Option<i64>> = numbers.split(',').map(|f| f.parse().ok()).collect();
             let [Some(id), Some(arrived), rendered, Some(damaged), Some(size)] = fields[..] else {
                 return Err(format!("receiver report: bad line {line:?}"));
             };
             let id = id as u64;
+            if let Some(kind) = reference::kind_from_name(kind) {
+                seen.kinds.insert(id, kind);
+            }
             seen.arrived.insert(id, arrived);
             seen.sizes.insert(id, size as usize);
             if let Some(rendered) = rendered {
@@ -155,8 +210,8 @@ impl Seen {
     }
 }
 
-/// The receiving end of a run: in this process, or (moq-gst) a `moq-bench receiver` child
-/// that writes its report when its stdin closes.
+/// The receiving end of a run: in this process, or (systems that run apart) a `moq-bench
+/// receiver` child that writes its report when its stdin closes.
 enum Receiver {
     Here {
         pipeline: gst::Pipeline,
@@ -169,8 +224,13 @@ enum Receiver {
 }
 
 impl Receiver {
-    fn start(spec: &RunSpec, at: &Endpoints, report: PathBuf) -> Result<Receiver, String> {
-        if let Some(moq_gst) = spec.moq_gst()? {
+    fn start(
+        spec: &RunSpec,
+        apart: Option<&Apart>,
+        at: &Endpoints,
+        report: PathBuf,
+    ) -> Result<Receiver, String> {
+        if let Some(apart) = apart {
             let mut command = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
             command
                 .arg("receiver")
@@ -179,7 +239,7 @@ impl Receiver {
                 .arg("--out")
                 .arg(&report)
                 .stdin(Stdio::piped());
-            let child = moq_gst
+            let child = apart
                 .environment(&mut command, spec.out)
                 .spawn()
                 .map_err(|e| format!("cannot start the receiver: {e}"))?;
@@ -276,8 +336,10 @@ pub fn receiver(system: &System, addr: SocketAddr, report: &Path) -> Result<(), 
     if !errors.is_empty() {
         eprintln!("receiver errors: {errors:?}");
     }
+    let decoder = decoder_latency_ms(&pipeline);
     let _ = pipeline.set_state(gst::State::Null);
-    let seen = seen.lock().unwrap();
+    let mut seen = seen.lock().unwrap();
+    seen.decoder_latency_ms = decoder;
     seen.write(report, cpu_seconds(libc::RUSAGE_SELF))
 }
 
@@ -346,6 +408,9 @@ fn receiver_pipeline(
         .map_err(|_| "not a pipeline")?;
     if system.demuxes_ts() {
         follow_demuxer_pads(&pipeline)?;
+    }
+    if *system == System::WebRtc {
+        webrtc::configure_receiver(&pipeline, at.receiver)?;
     }
     pipeline
         .by_name("sink")
@@ -429,10 +494,15 @@ fn audio_frame(buffer: &gst::BufferRef) -> Option<AudioFrame> {
     })
 }
 
-fn spawn_sender(spec: &RunSpec, addr: SocketAddr, avail: &Path) -> Result<Child, String> {
+fn spawn_sender(
+    spec: &RunSpec,
+    apart: Option<&Apart>,
+    addr: SocketAddr,
+    avail: &Path,
+) -> Result<Child, String> {
     let mut command = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-    if let Some(moq_gst) = spec.moq_gst()? {
-        moq_gst.environment(&mut command, spec.out);
+    if let Some(apart) = apart {
+        apart.environment(&mut command, spec.out);
     }
     command
         .arg("sender")
@@ -446,6 +516,31 @@ fn spawn_sender(spec: &RunSpec, addr: SocketAddr, avail: &Path) -> Result<Child,
         .arg(avail)
         .spawn()
         .map_err(|e| format!("cannot start the sender: {e}"))
+}
+
+/// Waits until a WebRTC sender has said (by creating `registered`) that the signalling
+/// server knows it, and a little longer for its announcement as a producer to be handled:
+/// webrtcsrc looks for a producer once, when it connects.
+fn wait_for_registration(sender: &mut Child, registered: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + REGISTRATION;
+    while !registered.exists() {
+        if let Some(status) = sender.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!(
+                "the WebRTC sender exited before it registered ({status})"
+            ));
+        }
+        if Instant::now() > deadline {
+            let _ = sender.kill();
+            let _ = sender.wait();
+            return Err(format!(
+                "the WebRTC sender did not register with the signalling server in {} s",
+                REGISTRATION.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(SENDER_START / 2);
+    Ok(())
 }
 
 /// Plays one run and returns its summary; writes the per-frame CSV and the link log.
@@ -497,9 +592,30 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         Some(moq_gst) => Some(moq_gst.start_relay(endpoint, &spec.tls.0, &spec.tls.1)?),
         None => None,
     };
-    let mut sender = spawn_sender(spec, at.sender, &avail_path)?;
-    std::thread::sleep(SENDER_START);
-    let receiver = Receiver::start(spec, &at, frames_dir.join(format!("{name}.receiver.csv")))?;
+    let signalling = match spec.webrtc()? {
+        Some(webrtc) => Some(webrtc.start_signalling()?),
+        None => None,
+    };
+    let apart = match (spec.moq_gst()?, spec.webrtc()?, &signalling) {
+        (Some(moq_gst), _, _) => Some(Apart::MoqGst(moq_gst)),
+        (_, Some(webrtc), Some(signalling)) => Some(Apart::WebRtc(webrtc, signalling.uri.clone())),
+        _ => None,
+    };
+    let registered = sender_file(&avail_path, "registered");
+    if spec.system == &System::WebRtc {
+        let _ = std::fs::remove_file(&registered);
+    }
+    let mut sender = spawn_sender(spec, apart.as_ref(), at.sender, &avail_path)?;
+    match spec.system {
+        System::WebRtc => wait_for_registration(&mut sender, &registered)?,
+        _ => std::thread::sleep(SENDER_START),
+    }
+    let receiver = Receiver::start(
+        spec,
+        apart.as_ref(),
+        &at,
+        frames_dir.join(format!("{name}.receiver.csv")),
+    )?;
     let deadline = Instant::now() + Duration::from_secs(spec.seconds) + Duration::from_secs(30);
     let mut errors = Vec::new();
     let sender_status = loop {
@@ -517,7 +633,9 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     receiver.collect_messages(&mut errors);
     let (seen, receiver_child_cpu) = receiver.finish()?;
     drop(relay);
-    // A receiver child's CPU counts as the receiver's; moq-relay's as the sender side's.
+    drop(signalling);
+    // A receiver child's CPU counts as the receiver's; moq-relay's and the signalling
+    // server's as the sender side's.
     let receiver_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu + receiver_child_cpu;
     let sender_cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - children_cpu - receiver_child_cpu;
     let trace_start_us = link
@@ -538,7 +656,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // A live encoder's frames are not the reference's kinds: which pictures reference
     // which (for `intact`) is what arrived. A frame that never did counts as referenced,
     // as every frame of these encoders (no B frames) is.
-    let live = !spec.system.live_taggers().is_empty();
+    let live = spec.system.encodes_live();
     let handoffs = read_handoffs(&sender_file(&avail_path, "handoffs"))?;
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
@@ -562,6 +680,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         })
         .collect::<Vec<_>>();
     write_rows(&frames_dir.join(format!("{name}.csv")), &rows)?;
+    check_media_crossed_link(spec.system, &rows, &totals)?;
     let av = if spec.system.has_audio() {
         write_av_log(
             &frames_dir.join(format!("{name}.av-received.csv")),
@@ -621,6 +740,33 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         )?);
     }
     Ok(summary)
+}
+
+/// A system whose path its own machinery chooses (WebRTC's ICE) must have sent its media
+/// through linkem: at least half of the bytes of the frames that arrived must have left
+/// linkem downstream.
+fn check_media_crossed_link(
+    system: &System,
+    rows: &[FrameRow],
+    totals: &linkem::Totals,
+) -> Result<(), String> {
+    if *system != System::WebRtc {
+        return Ok(());
+    }
+    let arrived: u64 = rows
+        .iter()
+        .filter(|r| r.arrived_us.is_some())
+        .map(|r| r.size as u64)
+        .sum();
+    if totals.downstream.bytes_out * 2 < arrived {
+        return Err(format!(
+            "{}: {arrived} bytes of frames arrived but linkem forwarded {} downstream: the media \
+             went around the emulated link",
+            system.name(),
+            totals.downstream.bytes_out
+        ));
+    }
+    Ok(())
 }
 
 /// Writes the renditions a viewer played (`unix_us,track,kbit`: the first from the link
@@ -821,14 +967,12 @@ pub fn sender(
         .by_name("src")
         .and_downcast::<gst_app::AppSrc>()
         .ok_or("no appsrc")?;
-    pipeline
-        .set_state(gst::State::Playing)
-        .map_err(|e| format!("sender: {e}"))?;
     let log = Arc::new(Mutex::new(std::io::BufWriter::new(
         std::fs::File::create(out).map_err(|e| e.to_string())?,
     )));
-    let live = (!system.live_taggers().is_empty())
-        .then(|| LiveEncoding::attach(&pipeline, system, &log, out));
+    let live = system
+        .encodes_live()
+        .then(|| LiveEncoding::attach(&pipeline, system, &log, out, addr));
     let live = live.transpose()?;
     let av = system
         .has_audio()
@@ -838,6 +982,9 @@ pub fn sender(
         .reports_stages()
         .then(|| log_handoffs(&pipeline, &sender_file(out, "handoffs")));
     let handoffs = handoffs.transpose()?;
+    pipeline
+        .set_state(gst::State::Playing)
+        .map_err(|e| format!("sender: {e}"))?;
     let base = aus
         .iter()
         .map(|a| a.dts_ns.min(a.pts_ns))
@@ -976,12 +1123,12 @@ fn relative_key(pts: gst::ClockTime, first: gst::ClockTime) -> u64 {
 
 type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
 
-/// The instrumentation of a sender whose encoders are in the loop (adaptive, renditions):
-/// a frame is available when its decoded picture reaches the encoders (the encoder's own
-/// latency counts, the harness's decoding does not); each encoded AU is tagged with the
-/// frame id after its encoder, and the first encoder's sizes logged (`….sizes.csv`); with
-/// rate control, the encoder target, moqsink's estimate and the encoder's bitrate are
-/// sampled every 100 ms (`….rate.csv`).
+/// The instrumentation of a sender whose encoders are in the loop (adaptive, renditions,
+/// WebRTC): a frame is available when its decoded picture reaches the encoders (the
+/// encoder's own latency counts, the harness's decoding does not); each encoded AU is
+/// tagged with the frame id after its encoder, and the first encoder's sizes logged
+/// (`….sizes.csv`); with rate control, the encoder target, the path estimate and the
+/// encoder's bitrate are sampled every 100 ms (`….rate.csv`).
 struct LiveEncoding {
     ids: Arc<Mutex<HashMap<u64, u64>>>,
     sizes: SharedLog,
@@ -993,11 +1140,13 @@ struct LiveEncoding {
 type EncodedIds = Arc<Mutex<HashMap<u64, u64>>>;
 
 impl LiveEncoding {
+    /// `addr` is where the sender listens: for WebRTC, the port its ICE agent binds.
     fn attach(
         pipeline: &gst::Pipeline,
         system: &System,
         log: &SharedLog,
         avail: &Path,
+        addr: SocketAddr,
     ) -> Result<LiveEncoding, String> {
         let create = |what| -> Result<SharedLog, String> {
             let file =
@@ -1016,7 +1165,12 @@ impl LiveEncoding {
         // encoded AU is matched by its PTS relative to the first one on each side.
         let taggers = system.live_taggers();
         let encoded: Vec<EncodedIds> = taggers.iter().map(|_| EncodedIds::default()).collect();
+        // webrtcsink's encoders start with the session, not with the first picture: its
+        // encoder's input is matched by the PTS the picture had here (webrtcsink keeps the
+        // timestamps and the pipeline's base time).
+        let at_raw = (*system == System::WebRtc).then(EncodedIds::default);
         let (raw_ids, raw_log, raw_encoded) = (ids.clone(), log.clone(), encoded.clone());
+        let raw_at_raw = at_raw.clone();
         let raw_first = std::sync::OnceLock::new();
         pad("raw")?.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             let Some(pts) = info.buffer().and_then(|b| b.pts()) else {
@@ -1028,6 +1182,9 @@ impl LiveEncoding {
                 for ids in &raw_encoded {
                     ids.lock().unwrap().insert(relative, id);
                 }
+                if let Some(at_raw) = &raw_at_raw {
+                    at_raw.lock().unwrap().insert(pts.nseconds(), id);
+                }
                 let _ = writeln!(raw_log.lock().unwrap(), "{id},{}", unix_us());
             }
             gst::PadProbeReturn::Ok
@@ -1037,9 +1194,18 @@ impl LiveEncoding {
             pad(tagger)?.add_probe(gst::PadProbeType::BUFFER, tag_probe(encoded, tag_sizes));
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let sampler = match system.is_adaptive() {
-            true => Some(sample_rates(pipeline, create("rate")?, stop.clone())?),
-            false => None,
+        let sampler = match (system.is_adaptive(), at_raw) {
+            (true, _) => Some(sample_rates(pipeline, create("rate")?, stop.clone())?),
+            (false, Some(at_raw)) => Some(attach_webrtc(
+                pipeline,
+                addr.port(),
+                at_raw,
+                &sizes,
+                create("rate")?,
+                sender_file(avail, "registered"),
+                stop.clone(),
+            )?),
+            (false, None) => None,
         };
         Ok(LiveEncoding {
             ids,
@@ -1068,13 +1234,14 @@ impl LiveEncoding {
 }
 
 /// A probe after an encoder that replaces each AU by the AU tagged with its frame id
-/// (found in `encoded`), logging its size to `sizes` if given.
+/// (found in `encoded`), logging its size to `sizes` if given. The AU is in the stream
+/// format the pad's caps say.
 fn tag_probe(
     encoded: EncodedIds,
     sizes: Option<SharedLog>,
 ) -> impl Fn(&gst::Pad, &mut gst::PadProbeInfo) -> gst::PadProbeReturn + Send + Sync + 'static {
     let first = std::sync::OnceLock::new();
-    move |_, info| {
+    move |pad, info| {
         let Some(gst::PadProbeData::Buffer(buffer)) = &mut info.data else {
             return gst::PadProbeReturn::Ok;
         };
@@ -1088,7 +1255,10 @@ fn tag_probe(
         if let Some(sizes) = &sizes {
             let _ = writeln!(sizes.lock().unwrap(), "{id},{}", map.len());
         }
-        let mut tagged = gst::Buffer::from_mut_slice(reference::tag(&map, id));
+        let format = pad
+            .current_caps()
+            .map_or(h264::StreamFormat::ByteStream, |caps| stream_format(&caps));
+        let mut tagged = gst::Buffer::from_mut_slice(reference::tag_in(&map, id, format));
         drop(map);
         if let Some(b) = tagged.get_mut() {
             b.set_pts(buffer.pts());
@@ -1097,6 +1267,110 @@ fn tag_probe(
             b.set_flags(buffer.flags());
         }
         *buffer = tagged;
+        gst::PadProbeReturn::Ok
+    }
+}
+
+/// The H.264 stream format of `caps`: AVC with the length size of its `codec_data` (avcC),
+/// else byte-stream.
+fn stream_format(caps: &gst::CapsRef) -> h264::StreamFormat {
+    let Some(s) = caps.structure(0) else {
+        return h264::StreamFormat::ByteStream;
+    };
+    if !matches!(s.get::<&str>("stream-format"), Ok("avc" | "avc3")) {
+        return h264::StreamFormat::ByteStream;
+    }
+    let length_size = s
+        .get::<gst::Buffer>("codec_data")
+        .ok()
+        .and_then(|b| b.map_readable().ok().and_then(|m| m.get(4).copied()))
+        .map_or(4, |byte| (byte & 0x03) + 1);
+    h264::StreamFormat::Avc { length_size }
+}
+
+/// The WebRTC sender's instrumentation ([`webrtc::configure_sender`]): `registered` is
+/// created when the sender is known to the signalling server; each session's encoder takes
+/// the frame ids of its input from `at_raw` (by the PTS the picture had at `raw`) and tags
+/// its output with them, logging sizes to `sizes`; the encoder's bitrate (as GCC set it)
+/// and `rtpgccbwe`'s estimate are sampled into `rates` every 100 ms until `stop`.
+fn attach_webrtc(
+    pipeline: &gst::Pipeline,
+    ice_port: u16,
+    at_raw: EncodedIds,
+    sizes: &SharedLog,
+    rates: SharedLog,
+    registered: PathBuf,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    type Slot = Arc<Mutex<Option<gst::Element>>>;
+    let (encoder, gcc): (Slot, Slot) = Default::default();
+    let (encoder_slot, gcc_slot, sizes) = (encoder.clone(), gcc.clone(), sizes.clone());
+    webrtc::configure_sender(
+        pipeline,
+        ice_port,
+        move || {
+            if let Err(e) = std::fs::write(&registered, b"") {
+                eprintln!("webrtc sender: {}: {e}", registered.display());
+            }
+        },
+        move |enc| {
+            let encoded = EncodedIds::default();
+            let (input, output) = (enc.static_pad("sink"), enc.static_pad("src"));
+            let (Some(input), Some(output)) = (input, output) else {
+                eprintln!("webrtc sender: the encoder has no sink or src pad");
+                return;
+            };
+            input.add_probe(
+                gst::PadProbeType::BUFFER,
+                encoder_input_probe(at_raw.clone(), encoded.clone()),
+            );
+            output.add_probe(
+                gst::PadProbeType::BUFFER,
+                tag_probe(encoded, Some(sizes.clone())),
+            );
+            *encoder_slot.lock().unwrap() = Some(enc.clone());
+        },
+        move |bwe| *gcc_slot.lock().unwrap() = Some(bwe.clone()),
+    )?;
+    Ok(std::thread::spawn(move || {
+        let mut rates = rates.lock().unwrap();
+        let _ = writeln!(rates, "unix_us,target_bps,estimated_bps,encoder_kbit");
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let kbit = encoder
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|e| e.property::<u32>("bitrate"));
+            let estimated = gcc
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map_or(0, |g| g.property::<u32>("estimated-bitrate"));
+            if let Some(kbit) = kbit {
+                let target = u64::from(kbit) * 1000;
+                let _ = writeln!(rates, "{},{target},{estimated},{kbit}", unix_us());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = rates.flush();
+    }))
+}
+
+/// A probe before a webrtcsink encoder: the frame id of each picture, found in `at_raw` by
+/// its PTS, goes to `encoded` under its PTS relative to the encoder's first picture (as
+/// [`tag_probe`] looks it up after the encoder).
+fn encoder_input_probe(
+    at_raw: EncodedIds,
+    encoded: EncodedIds,
+) -> impl Fn(&gst::Pad, &mut gst::PadProbeInfo) -> gst::PadProbeReturn + Send + Sync + 'static {
+    let first = std::sync::OnceLock::new();
+    move |_, info| {
+        if let Some(pts) = info.buffer().and_then(|b| b.pts()) {
+            let first = *first.get_or_init(|| pts);
+            if let Some(id) = at_raw.lock().unwrap().remove(&pts.nseconds()) {
+                encoded.lock().unwrap().insert(relative_key(pts, first), id);
+            }
+        }
         gst::PadProbeReturn::Ok
     }
 }
@@ -1124,4 +1398,33 @@ fn sample_rates(
         }
         let _ = rates.flush();
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receiver_childs_report_round_trips() {
+        let mut seen = Seen::default();
+        seen.arrived.insert(3, 1_000);
+        seen.rendered.insert(3, 1_500);
+        seen.sizes.insert(3, 1200);
+        seen.kinds.insert(3, h264::FrameKind::Key);
+        seen.arrived.insert(4, 1_040);
+        seen.damaged.insert(4);
+        seen.decoder_latency_ms = Some(41.5);
+        let path =
+            std::env::temp_dir().join(format!("moq-bench-report-{}.csv", std::process::id()));
+        seen.write(&path, 2.5).unwrap();
+        let (back, cpu_s) = Seen::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(cpu_s, 2.5);
+        assert_eq!(back.decoder_latency_ms, Some(41.5));
+        assert_eq!(back.rendered.get(&3), Some(&1_500));
+        assert_eq!(back.kinds.get(&3), Some(&h264::FrameKind::Key));
+        assert_eq!(back.kinds.get(&4), None, "a kind not known stays unknown");
+        assert!(back.damaged.contains(&4) && !back.damaged.contains(&3));
+        assert_eq!((back.arrived.len(), back.sizes.get(&3)), (2, Some(&1200)));
+    }
 }

@@ -1,13 +1,13 @@
 //! The systems compared: our four delivery modes (with the receiver settings that go with
-//! each), SRT at two latencies, RTP over UDP with a jitter buffer, and moq-gst through
-//! moq-relay.
+//! each), SRT at two latencies, RTP over UDP with a jitter buffer, moq-gst through
+//! moq-relay, and WebRTC (gst-plugins-rs's webrtcsink → webrtcsrc, GCC driving the encoder).
 
 use std::net::SocketAddr;
 
-use crate::moq_gst;
+use crate::{moq_gst, webrtc};
 
 /// Receiver buffering, ms, for every system that has one to set (moqsrc `latency`,
-/// rtpjitterbuffer `latency`).
+/// rtpjitterbuffer `latency`, webrtcbin `latency`).
 pub const RECEIVER_LATENCY_MS: u32 = 100;
 
 /// moqsink's backlog budget in the benchmark: high enough never to bind, so our modes
@@ -43,6 +43,11 @@ pub enum System {
     /// [`ABR_LADDER_KBIT`] into moqsink's video pads as one alternate group; moqsrc chooses
     /// among them by its path (`abr=auto`).
     Abr,
+    /// WebRTC as users run it for low latency: gst-plugins-rs's `webrtcsink` encoding the
+    /// decoded reference pictures live with the same x264 settings as [`System::Adaptive`],
+    /// its bitrate driven by Google Congestion Control (`rtpgccbwe`), to a `webrtcsrc`
+    /// (webrtcbin's jitter buffer, NACK/RTX) through their signalling server ([`webrtc`]).
+    WebRtc,
 }
 
 /// The renditions of `moq-abr`, kbit/s, on `video_0`.. (catalog tracks `video`,
@@ -58,13 +63,14 @@ pub fn abr_rendition_kbit(track: &str) -> Option<u32> {
     ABR_LADDER_KBIT.get(index).copied()
 }
 
-/// A live encoder of the decoded reference pictures, tuned for latency as a live encoder
-/// is: no B frames, no lookahead, GoP 15 as the reference's.
+/// The x264enc settings of every live encoder, tuned for latency as a live encoder is: no
+/// B frames, no lookahead, GoP 15 as the reference's. The bitrate is set beside them.
+pub const LIVE_X264: &str =
+    "tune=zerolatency key-int-max=15 speed-preset=veryfast option-string=scenecut=0";
+
+/// A live encoder of the decoded reference pictures ([`LIVE_X264`]).
 fn live_encoder(name: &str, kbit: u32) -> String {
-    format!(
-        "x264enc name={name} bitrate={kbit} tune=zerolatency key-int-max=15 speed-preset=veryfast \
-         option-string=scenecut=0"
-    )
+    format!("x264enc name={name} bitrate={kbit} {LIVE_X264}")
 }
 
 /// The live audio beside the reference video in `moq-av`: 64 kbit/s Opus, 20 ms frames.
@@ -138,6 +144,7 @@ impl System {
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
         all.push(System::Rtp);
+        all.push(System::WebRtc);
         all
     }
 
@@ -153,8 +160,8 @@ impl System {
         matches!(self, System::Moq { .. })
     }
 
-    /// The buffering its receiver is set to, ms: moqsrc's and rtpjitterbuffer's `latency`,
-    /// SRT's (the sender's, which the connection negotiates; the receiver adds none).
+    /// The buffering its receiver is set to, ms: moqsrc's, rtpjitterbuffer's and webrtcbin's
+    /// `latency`, SRT's (the sender's, which the connection negotiates; the receiver adds none).
     /// moq-gst's player has none to set.
     pub fn configured_latency_ms(&self) -> Option<u32> {
         match self {
@@ -187,6 +194,12 @@ impl System {
         matches!(self, System::Adaptive { .. })
     }
 
+    /// The sender encodes the decoded reference pictures live (its frames are not the
+    /// reference's AUs): with named taggers ([`System::live_taggers`]), or inside webrtcsink.
+    pub fn encodes_live(&self) -> bool {
+        !self.live_taggers().is_empty() || *self == System::WebRtc
+    }
+
     /// The names of the sender's identities that tag live-encoded AUs, one per encoder;
     /// none when the reference AUs are sent as they are.
     pub fn live_taggers(&self) -> Vec<String> {
@@ -217,13 +230,14 @@ impl System {
     }
 
     /// The grid's systems on its loss-free cell (`idle` true) or on any other. The loss-free
-    /// cell also runs the fixed-rate `skip-gops` mode and the adaptive systems: rate
+    /// cell also runs the fixed-rate `skip-gops` mode, the adaptive systems and WebRTC: rate
     /// adaptation must not cost latency where the path is not the limit.
     pub fn grid_cell(idle: bool) -> Vec<System> {
         let mut systems = System::loss_grid();
         if idle {
             systems.push(System::moq("skip-gops"));
             systems.extend(System::adaptive());
+            systems.push(System::WebRtc);
         }
         systems
     }
@@ -256,6 +270,7 @@ impl System {
             System::Adaptive { congestion } => format!("moq-adaptive-{congestion}"),
             System::MoqAv => "moq-av".into(),
             System::Abr => "moq-abr".into(),
+            System::WebRtc => "webrtc-gcc".into(),
         }
     }
 
@@ -310,6 +325,12 @@ impl System {
                 "h264parse ! moqsink url=https://{}/anon broadcast={} tls-disable-verify=true",
                 at.sender,
                 moq_gst::BROADCAST
+            ),
+            // As `Adaptive`: `raw` is where the sender logs availability; webrtcsink makes
+            // the encoder, which the run sets up and tags ([`webrtc::configure_sender`]).
+            System::WebRtc => format!(
+                "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! {}",
+                webrtc::sender_element()
             ),
             // The reference is decoded, then encoded again live at the rate moqsink sets.
             // `raw` and `tagger` are where the sender logs availability and tags frames.
@@ -394,6 +415,9 @@ impl System {
                 at.receiver,
                 moq_gst::BROADCAST
             ),
+            // webrtcsrc hands out RTP when asked for it (no decoding inside); the run points
+            // it at the signalling server and at linkem ([`webrtc::configure_receiver`]).
+            System::WebRtc => format!("{} ! rtph264depay", webrtc::receiver_element()),
         }
     }
 }
@@ -419,11 +443,12 @@ mod tests {
             "moq-skip-gops",
             "moq-adaptive",
             "moq-adaptive-delay",
+            "webrtc-gcc",
             "srt-125ms",
         ] {
             assert!(idle.iter().any(|n| n == name), "{name} on the idle cell");
         }
-        assert_eq!(idle.len(), lossy.len() + 3);
+        assert_eq!(idle.len(), lossy.len() + 4);
     }
 
     #[test]

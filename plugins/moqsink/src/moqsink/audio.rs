@@ -33,6 +33,8 @@ pub struct AudioParams {
     pub channels: u32,
     /// OpusHead or AudioSpecificConfig.
     pub config: Vec<u8>,
+    /// From the pad's properties: a name for track pickers, for the catalog.
+    pub label: Option<String>,
 }
 
 /// Frames and bytes published, and frames refused.
@@ -51,6 +53,8 @@ pub struct AudioTrack {
     params: Option<AudioParams>,
     open_group: Option<GroupWriter>,
     published: AudioPublished,
+    /// The longest frame so far, µs: what a frame waits at the publisher.
+    longest_frame_us: u64,
 }
 
 impl AudioTrack {
@@ -75,6 +79,7 @@ impl AudioTrack {
             params: None,
             open_group: None,
             published: AudioPublished::default(),
+            longest_frame_us: 0,
         }
     }
 
@@ -117,6 +122,7 @@ impl AudioTrack {
         }
         self.published.frames += 1;
         self.published.bytes += frame.len() as u64;
+        self.longest_frame_us = self.longest_frame_us.max(timing.duration);
         if let Some(group) = &self.open_group {
             group.write(Payload::from_parts(vec![prefix, frame]));
         }
@@ -130,6 +136,8 @@ impl AudioTrack {
             sample_rate: Some(params.sample_rate),
             channels: Some(params.channels),
             config: (!params.config.is_empty()).then(|| catalog::hex_encode(&params.config)),
+            label: params.label.clone(),
+            jitter_us: (self.longest_frame_us > 0).then_some(self.longest_frame_us),
             ..TrackEntry::new(self.name(), TrackKind::Audio)
         })
     }
@@ -179,6 +187,7 @@ mod tests {
             sample_rate: 48_000,
             channels: 2,
             config: moq_media::audio::OpusHead::simple(2, 48_000).to_bytes(),
+            label: Some("English".into()),
         });
         for i in 0..10 {
             track
@@ -193,6 +202,11 @@ mod tests {
         let entry = track.catalog_entry().unwrap();
         assert_eq!(entry.kind, TrackKind::Audio);
         assert_eq!(entry.known_codec(), Some(catalog::Codec::Opus));
+        // A frame waits its own duration at the sender: hang's players buffer that much.
+        assert_eq!(
+            (entry.label.as_deref(), entry.jitter_us),
+            (Some("English"), Some(20_000))
+        );
         assert_eq!(
             entry.config_bytes().unwrap(),
             moq_media::audio::OpusHead::simple(2, 48_000).to_bytes()

@@ -91,6 +91,7 @@ pub fn audio_params(s: &gst::StructureRef) -> Result<AudioParams, String> {
                 sample_rate: rate,
                 channels: u32::from(head.channels),
                 config: head.to_bytes(),
+                label: None,
             })
         }
         "audio/mpeg" => {
@@ -110,6 +111,7 @@ pub fn audio_params(s: &gst::StructureRef) -> Result<AudioParams, String> {
                 sample_rate: positive("rate").unwrap_or(config.sample_rate),
                 channels: positive("channels").unwrap_or(u32::from(config.channel_count())),
                 config: asc,
+                label: None,
             })
         }
         other => Err(format!("{other} is not audio moqsink carries")),

@@ -21,6 +21,7 @@ use moq_session::{
 use tokio::sync::mpsc;
 
 use super::adapt::{self, Adaptation, Target};
+use super::audio::AudioParams;
 use super::caps::{self, MediaKind};
 use super::encoder::Encoder;
 use super::publisher::{AuTiming, Dropped, MediaTrack, Publisher, TrackId};
@@ -809,6 +810,7 @@ impl MoqSink {
                 }
                 params.bitrate = (pad.bitrate > 0).then_some(pad.bitrate);
                 params.alt_group = (pad.alt_group > 0).then_some(pad.alt_group);
+                params.label = pad.label;
                 started.set_alt_group(id, params.alt_group);
                 let map = avcc.as_ref().and_then(|b| b.map_readable().ok());
                 started
@@ -816,7 +818,10 @@ impl MoqSink {
                     .set_video_stream(id, &name, params, map.as_deref())
             }
             MediaKind::Audio => {
-                let params = caps::audio_params(s)?;
+                let params = AudioParams {
+                    label: entry.pad.settings().label,
+                    ..caps::audio_params(s)?
+                };
                 started
                     .publisher
                     .set_audio_stream(id, &name, params, unix_now_us())

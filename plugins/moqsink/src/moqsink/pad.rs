@@ -1,5 +1,6 @@
 //! `moqsink`'s request pads: ghost pads onto the sink of each track, with the track's name
-//! and, for renditions of one video, their alternate group and bitrate as properties.
+//! and label and, for renditions of one video, their alternate group and bitrate as
+//! properties.
 
 use std::sync::{LazyLock, Mutex};
 
@@ -22,6 +23,8 @@ pub struct PadSettings {
     pub alt_group: u32,
     /// `bitrate`: the rendition's nominal bitrate, bit/s (0: not declared).
     pub bitrate: u64,
+    /// `label`: a name for track pickers, if set.
+    pub label: Option<String>,
 }
 
 impl MoqSinkPad {
@@ -62,6 +65,10 @@ mod imp {
                         .nick("Track")
                         .blurb("Name of this pad's track in the broadcast; unset: video, video-1, ... or audio, audio-1, ... after the pad's number. Read when the first caps arrive")
                         .build(),
+                    glib::ParamSpecString::builder("label")
+                        .nick("Label")
+                        .blurb("Human-readable name of this pad's track for track pickers (\"Main camera\", \"English\"), listed in the catalog; unset: none. Read when the first caps arrive")
+                        .build(),
                     glib::ParamSpecUInt::builder("alt-group")
                         .nick("Alternate group")
                         .blurb("Video pads carrying the same content at different bitrates or sizes (renditions) share a non-zero alternate group: the catalog lists them as alternates, a receiver plays one of them. Needs bitrate. Read when the first caps arrive")
@@ -85,6 +92,12 @@ mod imp {
                         .unwrap_or_default()
                         .filter(|n| !n.is_empty());
                 }
+                "label" => {
+                    settings.label = value
+                        .get::<Option<String>>()
+                        .unwrap_or_default()
+                        .filter(|l| !l.is_empty());
+                }
                 "alt-group" => settings.alt_group = value.get().unwrap_or_default(),
                 "bitrate" => settings.bitrate = value.get().unwrap_or_default(),
                 _ => {}
@@ -94,6 +107,7 @@ mod imp {
         fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
             let settings = self.settings.lock().unwrap_or_else(|p| p.into_inner());
             match pspec.name() {
+                "label" => settings.label.to_value(),
                 "alt-group" => settings.alt_group.to_value(),
                 "bitrate" => settings.bitrate.to_value(),
                 _ => settings.track.to_value(),

@@ -401,6 +401,7 @@ mod tests {
             sample_rate: 48_000,
             channels: 2,
             config: moq_media::audio::OpusHead::simple(2, 48_000).to_bytes(),
+            label: None,
         }
     }
 

@@ -50,6 +50,8 @@ pub struct StreamParams {
     /// rendition, for the catalog.
     pub bitrate: Option<u64>,
     pub alt_group: Option<u32>,
+    /// From the pad's properties: a name for track pickers, for the catalog.
+    pub label: Option<String>,
 }
 
 #[derive(Debug)]
@@ -68,6 +70,35 @@ pub struct VideoTrack {
     keyframe_requests: KeyframeRequests,
     /// A keyframe was refused: pictures until the next good one cannot decode.
     gop_broken: bool,
+    /// How long frames wait for their turn at the sender (hang's `jitter`).
+    wait: FrameWait,
+}
+
+/// The longest a frame waits at the sender before it is sent, relative to the frame that
+/// waits least: how much earlier than another, relative to their presentation times, the
+/// encoder's reordering puts one frame's output (the spread of PTS − DTS), plus a frame's
+/// own duration. A player buffers that much to show every frame on time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameWait {
+    /// The least and most PTS − DTS seen, µs.
+    reorder_us: Option<(i64, i64)>,
+    longest_frame_us: u64,
+}
+
+impl FrameWait {
+    pub fn observe(&mut self, pts: i64, dts: i64, duration_us: u64) {
+        let ahead = pts.saturating_sub(dts);
+        let (least, most) = self.reorder_us.get_or_insert((ahead, ahead));
+        *least = (*least).min(ahead);
+        *most = (*most).max(ahead);
+        self.longest_frame_us = self.longest_frame_us.max(duration_us);
+    }
+
+    /// µs, once a frame was seen.
+    pub fn bound_us(&self) -> Option<u64> {
+        let (least, most) = self.reorder_us?;
+        Some(most.abs_diff(least).saturating_add(self.longest_frame_us))
+    }
 }
 
 /// Where one access unit went.
@@ -127,6 +158,7 @@ impl VideoTrack {
             published: Published::default(),
             keyframe_requests: KeyframeRequests::default(),
             gop_broken: false,
+            wait: FrameWait::default(),
         }
     }
 
@@ -228,6 +260,7 @@ impl VideoTrack {
             ),
         });
         self.decode_index += 1;
+        self.wait.observe(timing.pts, timing.dts, timing.duration);
         let payload = Payload::from_parts(parts);
         match placement.role {
             TrackRole::Base => {
@@ -279,6 +312,8 @@ impl VideoTrack {
             bitrate: self.stream.bitrate,
             alt_group: self.stream.alt_group,
             enhancement: enhancement.clone(),
+            label: self.stream.label.clone(),
+            jitter_us: self.wait.bound_us(),
             ..TrackEntry::new(self.name(), TrackKind::Video)
         }];
         if let Some(enhancement) = enhancement {
@@ -310,4 +345,29 @@ impl VideoTrack {
 /// The name of the enhancement track of video track `name`.
 pub fn enhancement_name(name: &str) -> String {
     format!("{name}-enh")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_waits_its_duration_plus_the_spread_of_its_reordering() {
+        let mut wait = FrameWait::default();
+        assert_eq!(wait.bound_us(), None);
+        // No reordering at 25 fps: a frame's own duration.
+        for i in 0..5 {
+            wait.observe(i * 40_000, i * 40_000, 40_000);
+        }
+        assert_eq!(wait.bound_us(), Some(40_000));
+        // x264 with three B-frames at 24 fps: DTS starts two frames early, and a P frame
+        // goes out up to five frames before its presentation time, a B frame at it.
+        let frame = 41_667;
+        let (pts, dts) = ([0, 1, 5, 3, 2, 4], [-2, -1, 0, 1, 2, 3]);
+        let mut wait = FrameWait::default();
+        for (p, d) in pts.iter().zip(dts) {
+            wait.observe(p * frame, d * frame, frame as u64);
+        }
+        assert_eq!(wait.bound_us(), Some(6 * frame as u64));
+    }
 }

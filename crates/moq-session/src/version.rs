@@ -66,7 +66,7 @@ impl fmt::Display for Version {
 }
 
 /// [`Versions::default`] as the elements' `versions` property spells it.
-pub const DEFAULT_VERSIONS: &str = "14";
+pub const DEFAULT_VERSIONS: &str = "22,20,16,14";
 
 /// The drafts an endpoint allows, in order of preference: parsed from draft numbers
 /// separated by commas (`"16,14"`, `"14"`).
@@ -107,11 +107,14 @@ impl Versions {
     }
 }
 
-/// Draft-14 only: draft-16 is opted into (`"16,14"`) until it has the record draft-14 has
-/// here (a relay offered both picks by its own order: moq-relay 0.17 takes draft-16).
+/// Every draft, newest first: the newest passes the whole relay suite against moq-relay
+/// 0.17.10 (pipelines/interop.sh), which picks it when offered all; a peer that lacks it
+/// picks an older one.
 impl Default for Versions {
     fn default() -> Versions {
-        Version::Draft14.into()
+        let mut versions: Versions = Version::ALL[0].into();
+        Version::ALL.into_iter().for_each(|v| versions.push(v));
+        versions
     }
 }
 

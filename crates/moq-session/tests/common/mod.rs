@@ -34,10 +34,8 @@ pub fn serve(names: &[&str]) -> Served {
         .map(|name| broadcast.create_track(name, TrackDelivery::default()))
         .collect();
     let (events, events_rx) = mpsc::channel(64);
-    let limits = ServerLimits {
-        versions: "22,20,16,14".parse().unwrap(),
-        ..ServerLimits::default()
-    };
+    // The default accepts every draft.
+    let limits = ServerLimits::default();
     let server = Server::bind(
         "127.0.0.1:0".parse().unwrap(),
         &identity,

@@ -13,11 +13,19 @@ use gst::prelude::*;
 /// A live stream x264 can actually hold at its target rate: a noise patch over a moving
 /// ball keeps every frame distinct (a plain test pattern undershoots).
 fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
+    sender_with(
+        "bitrate=800 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0",
+        sink_properties,
+    )
+}
+
+/// [`sender`] with these x264enc settings.
+fn sender_with(x264: &str, sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
     let port = free_udp_port();
     let pipeline = launch(&format!(
         "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
          ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
-         ! x264enc name=enc bitrate=800 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
+         ! x264enc name=enc {x264} \
          ! h264parse ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties} \
          videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
          videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1"
@@ -28,9 +36,16 @@ fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
 
 /// A link in front of the sender at `port` following `steps` of (seconds, kbit/s).
 fn link(port: u16, steps: &[(u64, u64)]) -> linkem::Link {
+    link_with_delay(port, steps, 0)
+}
+
+/// [`link`] with `delay_ms` of delay on the media direction.
+fn link_with_delay(port: u16, steps: &[(u64, u64)], delay_ms: u64) -> linkem::Link {
     let steps: Vec<String> = steps
         .iter()
-        .map(|(s, kbit)| format!(r#"{{"duration_s": {s}, "rate_kbit": {kbit}}}"#))
+        .map(|(s, kbit)| {
+            format!(r#"{{"duration_s": {s}, "rate_kbit": {kbit}, "delay_ms": {delay_ms}}}"#)
+        })
         .collect();
     let profile = linkem::Profile::from_json_str(&format!(
         r#"{{"name": "steps", "queue_bytes": 60000, "steps": [{}]}}"#,
@@ -128,6 +143,73 @@ fn the_encoder_follows_a_slow_link_down_and_back_up() {
         "{} of {span} frames after settling",
         after_settle.len()
     );
+    drop(receiver);
+    sender.set_state(gst::State::Null).unwrap();
+    link.stop();
+}
+
+/// A link whose rate changes every 3 s (kbit/s), between 450 and 1500: never so slow that
+/// the stream must go below twice the 150 kbit/s floor.
+const CHANGING: [(u64, u64); 12] = [
+    (3, 1200),
+    (3, 500),
+    (3, 900),
+    (3, 450),
+    (3, 1500),
+    (3, 600),
+    (3, 500),
+    (3, 1000),
+    (3, 700),
+    (3, 550),
+    (3, 1200),
+    (3, 800),
+];
+
+#[test]
+fn with_x264_defaults_the_target_stays_off_the_floor_on_a_changing_link() {
+    // The README's publish line: B-frames and x264's default lookahead (40 frames), which
+    // answers a new bitrate late.
+    let (sender, sink, port) = sender_with(
+        "bitrate=600 bframes=3 key-int-max=15 option-string=scenecut=0",
+        "rate-control=encoder target-min-bitrate=150000 target-max-bitrate=1200000 \
+         target-start-bitrate=600000",
+    );
+    let fingerprint = certificate_fingerprint(&sender, &sink);
+    let link = link_with_delay(port, &CHANGING, 25);
+    let samples = sample_bitrate(sender.by_name("enc").unwrap());
+    sender.set_state(gst::State::Playing).expect("sender plays");
+    let receiver = Receiver::start(&format!(
+        "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+        link.local_addr()
+    ));
+    std::thread::sleep(Duration::from_secs(36));
+    let trace = samples.lock().unwrap().clone();
+    let stats: gst::Structure = sink.property("stats");
+    eprintln!(
+        "encoder lag {:?} ms, ratio {:?}, output {:?} bit/s",
+        stats.get::<f64>("encoder-lag-ms"),
+        stats.get::<f64>("encoder-ratio"),
+        stats.get::<u64>("encoder-output-bitrate")
+    );
+    eprintln!(
+        "bitrate trace (s, kbit/s): {:?}",
+        trace.iter().step_by(4).collect::<Vec<_>>()
+    );
+    // Twice the 150 kbit/s floor, from when the link's trace runs (the receiver connects
+    // within a second or two).
+    let measured: Vec<u32> = trace
+        .iter()
+        .filter(|(t, _)| *t >= 3.0)
+        .map(|(_, k)| *k)
+        .collect();
+    let above = measured.iter().filter(|k| **k >= 300).count();
+    assert!(measured.len() >= 100, "{} samples", measured.len());
+    assert!(
+        above * 100 >= measured.len() * 80,
+        "above twice the floor {above} of {} samples",
+        measured.len()
+    );
+    assert!(receiver.frames().len() > 24 * 20, "the subscriber plays");
     drop(receiver);
     sender.set_state(gst::State::Null).unwrap();
     link.stop();

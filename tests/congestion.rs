@@ -1,5 +1,5 @@
 //! Each delivery mode through `linkem` at a constant 400 kbit/s with a ~600 kbit/s live
-//! stream for 30 s (DESIGN.md §8), asserting behaviour with generous bounds; the benchmark
+//! stream for 30 s (tools/linkem), asserting behaviour with generous bounds; the benchmark
 //! measures the figures.
 
 mod common;
@@ -40,7 +40,7 @@ struct Run {
     sink_stats: gst::Structure,
 }
 
-/// Backlog budget that never binds in a 30 s run: the thesis's in-order modes, whose
+/// Backlog budget that never binds in a 30 s run: the source thesis's in-order modes, whose
 /// latency grows like the fluid model.
 const UNBOUNDED_BACKLOG_MS: u32 = 600_000;
 
@@ -209,7 +209,7 @@ impl Run {
         (late - early) / 18.0
     }
 
-    /// The in-order fluid model's slope, 1 − C/R (DESIGN.md §7).
+    /// The in-order fluid model's slope, 1 − C/R (docs/metrics.md).
     fn fluid_slope(&self) -> f64 {
         let rate_kbit = self.media_bytes as f64 * 8.0 / RUN.as_secs_f64() / 1000.0;
         1.0 - self.link_kbit as f64 / rate_kbit
@@ -316,7 +316,7 @@ fn skip_gops_keeps_latency_low_and_reports_skips() {
     );
 }
 
-/// On a link too slow to deliver a keyframe within a GoP (the thesis's starvation case:
+/// On a link too slow to deliver a keyframe within a GoP (the source thesis's starvation case:
 /// each new keyframe pre-empted the unfinished one and nothing was shown for 12 s), a
 /// keyframe in progress is finished first, so pictures keep arriving.
 #[test]

@@ -282,26 +282,124 @@ def has_rate_log(system):
     return system.startswith("moq-adaptive") or system == WEBRTC
 
 
-def adaptive_rates(out, summaries, profile):
-    """system -> [(s since the trace started, target, estimate)] for the adaptive runs."""
+# The encoder variants of the systems with the encoder in the loop, by the suffix of their names.
+ENCODER_VARIANTS = ["zerolatency", "default", "openh264"]
+# The adaptive systems' floor (moq-bench's ADAPTIVE_MIN_KBIT), kbit/s.
+FLOOR_KBIT = 150.0
+
+
+def encoder_variant(system):
+    """The encoder variant of a `moq-adaptive*` / `moq-abr*` system (None for other systems)."""
+    if not (system.startswith("moq-adaptive") or system.startswith("moq-abr")):
+        return None
+    for variant in ENCODER_VARIANTS[1:]:
+        if system.endswith("-" + variant):
+            return variant
+    return "zerolatency"
+
+
+def adaptive_rates(out, summaries, profile, repetition=0):
+    """system -> [(s since the trace started, target, estimate)] for the systems with a rate log."""
     found = {}
     for s in summaries:
-        if s["profile"] != profile or s["repetition"] != 0 or not has_rate_log(s["system"]):
+        if s["profile"] != profile or s["repetition"] != repetition or not has_rate_log(s["system"]):
             continue
-        path = os.path.join(out, "frames", f"{s['system']}__{profile}__0.rate.csv")
+        path = os.path.join(out, "frames", f"{s['system']}__{profile}__{repetition}.rate.csv")
         if os.path.exists(path) and s.get("trace_start_us"):
             t0 = s["trace_start_us"] / 1e6
             found[s["system"]] = [(t - t0, target, est) for (t, target, est) in load_rates(path)]
     return found
 
 
-def plot_adaptation(profile, rates, path):
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+def frame_latency(rows, trace_start_s):
+    """[(s since the trace started, latency ms)] of the frames rendered."""
+    return [(r["available"] - trace_start_s, (r["rendered"] - r["available"]) * 1000) for r in rows if r["rendered"]]
+
+
+def load_playout(path):
+    """[(unix s, target ms, buffering ms)] of moqsrc's adaptive playout (its `moq-playout` messages)."""
+    with open(path) as f:
+        return [(int(r["unix_us"]) / 1e6, float(r["target_ms"]), float(r["delay_ms"])) for r in csv.DictReader(f)]
+
+
+def plot_adaptation(profile, rates, path, latency=None, playout=None):
+    """Target and estimate per system against the link rate; with `latency` (system ->
+    [(s, ms)]) a second panel of each frame's latency on the same time axis, and on it with
+    `playout` (system -> [(s, target ms, buffering ms)]) moqsrc's playout target."""
+    if latency:
+        fig, (ax, lat) = plt.subplots(2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        fig, ax = plt.subplots(figsize=(10, 4.5))
     link_line(profile, ax)
+    colors = {}
     for system, rows in sorted(rates.items()):
         line = ax.plot([r[0] for r in rows], [r[1] for r in rows], label=f"{system} encoder target")[0]
+        colors[system] = line.get_color()
         ax.plot([r[0] for r in rows], [r[2] for r in rows], ":", color=line.get_color(), label=f"{system} estimate")
-    save_rate_plot(fig, ax, f"{profile}: encoder target and path estimate against the link rate", path)
+    if latency:
+        for system, points in sorted(latency.items()):
+            lat.plot([p[0] for p in points], [p[1] for p in points], ".", markersize=1.5,
+                     color=colors.get(system), label=f"{system} latency")
+        for system, points in sorted((playout or {}).items()):
+            lat.step([p[0] for p in points], [p[1] for p in points], where="post", linewidth=1,
+                     color=colors.get(system), label=f"{system} playout target")
+        lat.set_ylabel("latency (ms)")
+        lat.set_yscale("log")
+        lat.grid(alpha=0.3)
+        lat.legend(fontsize=7)
+    save_rate_plot(fig, ax, f"{profile}: encoder target and path estimate against the link rate", path,
+                   lat if latency else None)
+
+
+def floor_episodes(rows, steps, floor=FLOOR_KBIT, window=5.0):
+    """How long the target (rows of `adaptive_rates`, one every 100 ms) sat at the floor
+    (within 2 %): (total s, starved s). Starved: the time covered by `window`-long stretches
+    spent at the floor throughout while the link's mean over the same stretch was above
+    twice the floor (the issue's goal: none)."""
+    total = 0.0
+    at = []
+    for i, (t, target, _) in enumerate(rows):
+        dt = rows[i + 1][0] - t if i + 1 < len(rows) else 0.0
+        at.append(target <= floor * 1.02)
+        if at[-1]:
+            total += dt
+    starved = [False] * len(rows)
+    run_start = None
+    for i, (t, _, _) in enumerate(rows):
+        if not at[i]:
+            run_start = None
+            continue
+        if run_start is None:
+            run_start = i
+        # The stretch of `window` s ending here, all at the floor.
+        j = i
+        while j > run_start and t - rows[j - 1][0] <= window + 1e-9:
+            j -= 1
+        if t - rows[j][0] >= window - 1e-9:
+            link = mean_link_between(steps, rows[j][0], t)
+            if link is not None and link > 2 * floor:
+                for k in range(j, i + 1):
+                    starved[k] = True
+    covered = sum(rows[i + 1][0] - rows[i][0] for i in range(len(rows) - 1) if starved[i] and starved[i + 1])
+    return total, covered
+
+
+def mean_link_between(steps, start, end):
+    """The link's time-weighted mean rate over [start, end] (clipped to the trace), or None."""
+    start = max(start, 0.0)
+    span = 0.0
+    weighted = 0.0
+    for (a, b, kbit) in steps:
+        overlap = min(b, end) - max(a, start)
+        if overlap > 0:
+            weighted += kbit * overlap
+            span += overlap
+    if end > (steps[-1][1] if steps else 0.0) and steps:
+        # A trace holds its last step after its end.
+        extra = end - max(start, steps[-1][1])
+        weighted += steps[-1][2] * extra
+        span += extra
+    return weighted / span if span > 0 else None
 
 
 def convergence(rows, steps, headroom=0.85, ceiling=1200.0):
@@ -323,12 +421,112 @@ def convergence(rows, steps, headroom=0.85, ceiling=1200.0):
     return out
 
 
-def adaptation_section(out, summaries, profile, plots):
+def recovery_episodes(steps):
+    """[(down s, up s, level kbit/s)]: each step back up to a rate, with the latest step down
+    from that rate before it (the episode the link recovered from)."""
+    episodes = []
+    downs = []
+    for (prev, cur) in zip(steps, steps[1:]):
+        start, _, kbit = cur
+        if kbit < prev[2]:
+            downs.append((start, prev[2]))
+        elif kbit > prev[2]:
+            down = next((d for d in reversed(downs) if d[1] == kbit), None)
+            if down:
+                episodes.append((down[0], start, kbit))
+    return episodes
+
+
+def median_between(points, start, end):
+    """The median of the values of `points` ([(s, value)]) from `start` to `end` s, if any."""
+    values = sorted(v for (t, v) in points if start <= t < end)
+    return values[len(values) // 2] if values else None
+
+
+def recovery(latency, steps, window=5.0, margin_ms=50.0, within=10.0):
+    """Per recovery episode (`recovery_episodes`): the median latency (ms) over the `window`
+    before the step down, and how long after the step back up the median over a `window`
+    starting there first came within `margin_ms` of it (None if not within `within` s).
+    `latency` is [(s since the trace started, ms)] by availability."""
+    out = []
+    for (down, up, kbit) in recovery_episodes(steps):
+        before = median_between(latency, down - window, down)
+        back = None
+        if before is not None:
+            t = up
+            while t <= up + within:
+                after = median_between(latency, t, t + window)
+                if after is not None and after <= before + margin_ms:
+                    back = t - up
+                    break
+                t += 0.25
+        out.append((down, up, kbit, before, back))
+    return out
+
+
+def recovery_section(summaries, all_runs, profile, profiles_dir=PROFILES):
+    """Markdown: for the systems with a rate log, after each step back up of `profile`, the
+    time until the 5 s median latency was back within 50 ms of its value before the step
+    down (goal: within 10 s); the median over the repetitions with their range."""
+    steps = profile_steps(profile, profiles_dir)
+    episodes = recovery_episodes(steps)
+    if not episodes:
+        return []
+    by_system = {}
+    for s in summaries:
+        rows = (all_runs or {}).get((s["system"], profile, s["repetition"]))
+        if s["profile"] != profile or not has_rate_log(s["system"]) or not rows or not s.get("trace_start_us"):
+            continue
+        latency = frame_latency(rows, s["trace_start_us"] / 1e6)
+        by_system.setdefault(s["system"], []).append(recovery(latency, steps))
+    if not by_system:
+        return []
+    md = ["Recovery: how long after the link came back up the 5 s median latency was within 50 ms of "
+          "its value before the step down (goal: within 10 s; medians over the repetitions, ranges in "
+          "brackets; the median latency before the step in parentheses).", "",
+          "| system | " + " | ".join(f"{d:.0f} s down, {u:.0f} s back at {k} kbit/s" for (d, u, k) in episodes) + " |",
+          "|---|" + "---|" * len(episodes)]
+    for system, per_rep in sorted(by_system.items()):
+        cells = []
+        for i in range(len(episodes)):
+            befores = [rep[i][3] for rep in per_rep if rep[i][3] is not None]
+            backs = [rep[i][4] for rep in per_rep if rep[i][3] is not None]
+            if not befores:
+                cells.append("–")
+                continue
+            missed = sum(1 for b in backs if b is None)
+            within = spread([b for b in backs if b is not None], 1) + " s" if missed < len(backs) else ""
+            note = f"**{missed} of {len(backs)} not within 10 s**" if missed else ""
+            cells.append(" ".join(x for x in [within, note] if x) + f" ({median(befores):.0f} ms)")
+        md.append(f"| {system} | " + " | ".join(cells) + " |")
+    md.append("")
+    return md
+
+
+def adaptation_section(out, summaries, profile, plots, all_runs=None):
     rates = adaptive_rates(out, summaries, profile)
     if not rates:
         return []
-    plot_adaptation(profile, rates, os.path.join(plots, f"adaptation_{profile}.png"))
-    md = [f"![adaptation {profile}](plots/adaptation_{profile}.png)", ""]
+    md = []
+    by_variant = {}
+    for system, rows in rates.items():
+        by_variant.setdefault(encoder_variant(system), {})[system] = rows
+    for variant in ENCODER_VARIANTS:
+        if variant not in by_variant:
+            continue
+        latency, playout = {}, {}
+        for system in by_variant[variant]:
+            s = next((s for s in summaries if s["system"] == system and s["profile"] == profile), None)
+            rows = (all_runs or {}).get((system, profile, 0))
+            if s and rows and s.get("trace_start_us"):
+                t0 = s["trace_start_us"] / 1e6
+                latency[system] = frame_latency(rows, t0)
+                path = os.path.join(out, "frames", f"{system}__{profile}__0.playout.csv")
+                if os.path.exists(path):
+                    playout[system] = [(t - t0, target, delay) for (t, target, delay) in load_playout(path)]
+        name = f"adaptation_{profile}_{variant}.png"
+        plot_adaptation(profile, by_variant[variant], os.path.join(plots, name), latency, playout)
+        md += [f"![adaptation {profile}, {variant} encoder](plots/{name})", ""]
     steps = profile_steps(profile)
     if len(steps) > 1 and len(steps) <= 20:
         md.append("| system | " + " | ".join(f"{a:.0f} s: {p}→{k}" for (a, p, k, _) in convergence([], steps)) + " |")
@@ -340,15 +538,83 @@ def adaptation_section(out, summaries, profile, plots):
     return md
 
 
+def variant_rows(out, summaries, profile, profiles_dir=PROFILES):
+    """Per adaptive system on `profile` (typical repetition): frames intact, latency, stalls per
+    minute, intact bitrate against the link's mean, and per repetition the time at the floor
+    and the time starved there (`floor_episodes`)."""
+    steps = profile_steps(profile, profiles_dir)
+    rows = []
+    for (system, p), runs_ in sorted(repetitions(summaries).items()):
+        if p != profile or not system.startswith("moq-adaptive"):
+            continue
+        s = typical(runs_)
+        minutes = s["frames_captured"] / 24.0 / 60.0
+        link = mean_link_kbit(steps, s["frames_captured"] / 24.0)
+        floors = []
+        for r in runs_:
+            rates = adaptive_rates(out, [r], profile, r["repetition"]).get(system)
+            if rates:
+                floors.append(floor_episodes(rates, steps))
+        rows.append({
+            "system": system,
+            "variant": encoder_variant(system),
+            "intact": intact_share(s),
+            "mean_ms": s["latency_mean_ms"],
+            "p95_ms": s["latency_p95_ms"],
+            "published_ms": s.get("published_latency_mean_ms"),
+            "stalls_per_min": s["stalls"] / minutes if minutes else 0.0,
+            "link_share": s["intact_kbit"] / link if link and s.get("intact_kbit") is not None else None,
+            "floor_s": [f[0] for f in floors],
+            "starved_s": [f[1] for f in floors],
+        })
+    return rows
+
+
+def variants_section(out, summaries, profiles, profiles_dir=PROFILES):
+    """The adaptive systems per encoder variant on each profile."""
+    md = []
+    for profile in profiles:
+        try:
+            rows = variant_rows(out, summaries, profile, profiles_dir)
+        except OSError:
+            continue
+        if not rows:
+            continue
+        if not md:
+            md += ["## Rate control per encoder", "",
+                   "Frames = rendered intact ÷ captured; mean and p95 latency from the picture handed to the "
+                   "encoder; from moqsink = mean latency from the encoded frame reaching moqsink (the elements' "
+                   "own definition: what the encoder holds back is not counted); delivered = intact media bitrate "
+                   "÷ the link's mean rate; "
+                   f"floor = time the target sat at the floor ({FLOOR_KBIT:.0f} kbit/s); starved = time covered by 5 s "
+                   "stretches at the floor throughout while the link's mean over the same 5 s was above twice the "
+                   "floor (goal: 0). Medians over the repetitions, ranges in brackets for floor and starved.", ""]
+        md.append(f"### {profile}")
+        md.append("")
+        md.append("| system | encoder | frames | mean (ms) | p95 (ms) | from moqsink (ms) | stalls/min | delivered "
+                  "| floor (s) | starved (s) |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            share = f"{r['link_share']:.0%}" if r["link_share"] is not None else "–"
+            md.append(
+                f"| {r['system']} | {r['variant']} | {r['intact']:.1%} | {r['mean_ms']:.0f} | {r['p95_ms']:.0f} "
+                f"| {fmt(r['published_ms'])} | {r['stalls_per_min']:.1f} | {share} | {spread(r['floor_s'], 1)} "
+                f"| {spread(r['starved_s'], 1)} |"
+            )
+        md.append("")
+    return md
+
+
 def load_renditions(path):
     """[(unix s, kbit/s)] of the renditions a moq-abr viewer played: its first, then each switch."""
     with open(path) as f:
         return [(int(r["unix_us"]) / 1e6, int(r["kbit"])) for r in csv.DictReader(f)]
 
 
-def save_rate_plot(fig, ax, title, path):
-    """Labels a plot of kbit/s against the link trace's time and writes it to `path`."""
-    ax.set_xlabel("time since the link's trace started (s)")
+def save_rate_plot(fig, ax, title, path, time_ax=None):
+    """Labels a plot of kbit/s against the link trace's time (on `time_ax`, the bottom
+    panel, when not `ax`) and writes it to `path`."""
+    (time_ax or ax).set_xlabel("time since the link's trace started (s)")
     ax.set_ylabel("kbit/s")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -1314,13 +1580,15 @@ def main():
             if profile in staged:
                 md.append(f"![stages {profile}](plots/stages_{profile}.png)")
             md.append("")
-        md.extend(adaptation_section(out, first, profile, plots))
+        md.extend(adaptation_section(out, first, profile, plots, all_runs))
+        md.extend(recovery_section(summaries, all_runs, profile))
         md.extend(abr_section(out, first, profile, plots))
     md.extend(av_section(summaries))
     md.extend(comparator_check(summaries, all_runs, PROFILES))
     md.extend(goals(summaries, all_runs, PROFILES))
     md.extend(adaptive_goals(summaries, PROFILES))
     md.extend(webrtc_comparison(summaries))
+    md.extend(variants_section(out, summaries, profiles))
     md.extend(abr_goals(summaries))
     md.extend(fanout_section(args.fanout or [out]))
     md.append("## Reading")

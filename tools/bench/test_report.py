@@ -305,3 +305,95 @@ class FanoutVerdicts(unittest.TestCase):
     def test_a_lost_object_fails_the_goal(self):
         goal = report.fanout_verdicts([fanout_file(None, 5.0, received=2399)], ["current"])[-1]
         self.assertTrue(goal.endswith("— not met"))
+
+
+class EncoderVariants(unittest.TestCase):
+    def test_the_variant_is_the_name_suffix_and_plain_names_are_zerolatency(self):
+        self.assertEqual(report.encoder_variant("moq-adaptive"), "zerolatency")
+        self.assertEqual(report.encoder_variant("moq-adaptive-delay"), "zerolatency")
+        self.assertEqual(report.encoder_variant("moq-adaptive-delay-default"), "default")
+        self.assertEqual(report.encoder_variant("moq-abr-openh264"), "openh264")
+        self.assertIsNone(report.encoder_variant("moq-skip-gops"))
+
+
+class FloorEpisodes(unittest.TestCase):
+    STEPS = [(0.0, 10.0, 1000), (10.0, 20.0, 200), (20.0, 40.0, 1000)]
+
+    def rates(self, target_at):
+        return [(i / 10, target_at(i / 10), 0.0) for i in range(400)]
+
+    def test_the_floor_on_a_slow_link_is_not_starving(self):
+        # At the floor while the link is at 200 kbit/s and a little after: no 5 s at the
+        # floor has a mean link rate above 300.
+        total, starved = report.floor_episodes(self.rates(lambda t: 150 if 10 <= t < 15.5 else 500), self.STEPS)
+        self.assertAlmostEqual(total, 5.5, delta=0.2)
+        self.assertEqual(starved, 0.0)
+
+    def test_five_seconds_at_the_floor_on_a_fast_link_starve(self):
+        total, starved = report.floor_episodes(self.rates(lambda t: 150 if t >= 10 else 500), self.STEPS)
+        self.assertAlmostEqual(total, 30.0, delta=0.2)
+        # The 5 s from 15.7 s on have a mean above 300 kbit/s (0.7 s at 1000): starved from
+        # then to the end.
+        self.assertAlmostEqual(starved, 39.9 - 15.7, delta=0.3)
+
+    def test_the_mean_link_rate_over_a_window_holds_the_last_step_after_the_trace(self):
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, 8.0, 12.0), 600.0)
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, -3.0, 2.0), 1000.0)
+        self.assertAlmostEqual(report.mean_link_between(self.STEPS, 38.0, 42.0), 1000.0)
+
+
+class Playout(unittest.TestCase):
+    def test_the_playout_log_reads_back_as_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.playout.csv")
+            with open(path, "w") as f:
+                f.write("unix_us,target_ms,delay_ms\n1000000,240.5,400.0\n2500000,180.0,350.2\n")
+            self.assertEqual(report.load_playout(path), [(1.0, 240.5, 400.0), (2.5, 180.0, 350.2)])
+
+    def test_the_variant_table_shows_the_latency_from_moqsink(self):
+        runs_ = [summary("moq-adaptive-default", "const_500", r, 1400.0 + r,
+                         published_latency_mean_ms=300.0 + r, stalls=0, intact_kbit=400.0) for r in range(3)]
+        with tempfile.TemporaryDirectory() as d:
+            rows = report.variant_rows(d, runs_, "const_500", PROFILES)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["mean_ms"], 1401.0)
+        self.assertEqual(rows[0]["published_ms"], 301.0)
+
+
+class Recovery(unittest.TestCase):
+    # 1200 → 800 → 400 → 800 → 1200, 30 s each, as CASCADE.
+    STEPS = [(0.0, 30.0, 1200), (30.0, 60.0, 800), (60.0, 90.0, 400), (90.0, 120.0, 800), (120.0, 150.0, 1200)]
+
+    def test_each_step_back_up_pairs_with_the_latest_step_down_from_that_rate(self):
+        self.assertEqual(report.recovery_episodes(self.STEPS), [(60.0, 90.0, 800), (30.0, 120.0, 1200)])
+
+    def test_latency_back_within_the_margin_counts_from_the_step_up(self):
+        # 200 ms before 60 s, 900 ms through the 400 kbit/s step, back to 200 from 96 s on.
+        def ms(t):
+            return 900.0 if 60.0 <= t < 96.0 else 200.0
+        latency = [(i / 24, ms(i / 24)) for i in range(150 * 24)]
+        (down, up, kbit, before, back), _ = report.recovery(latency, self.STEPS)
+        self.assertEqual((down, up, kbit, before), (60.0, 90.0, 800, 200.0))
+        # The 5 s window from t must have a median within 50 ms of 200: t ≥ 93.5 s.
+        self.assertAlmostEqual(back, 3.5, delta=0.25)
+
+    def test_latency_that_stays_up_is_not_recovered(self):
+        latency = [(i / 24, 200.0 if i / 24 < 60 else 700.0) for i in range(150 * 24)]
+        (_, _, _, before, back), (_, _, _, _, back_late) = report.recovery(latency, self.STEPS)
+        self.assertEqual(before, 200.0)
+        self.assertIsNone(back)
+        self.assertIsNone(back_late)
+
+    def test_the_section_gives_the_median_over_repetitions_and_flags_misses(self):
+        runs_, frames = [], {}
+        for rep, stay in enumerate([False, False, True]):
+            runs_.append(summary("moq-adaptive", "cascade", rep, 300.0, trace_start_us=1_000_000))
+            rows = []
+            for i in range(150 * 24):
+                t = i / 24
+                late = 60.0 <= t < (150.0 if stay else 95.0)
+                rows.append({"available": 1.0 + t, "rendered": 1.0 + t + (0.9 if late else 0.2)})
+            frames[("moq-adaptive", "cascade", rep)] = rows
+        md = "\n".join(report.recovery_section(runs_, frames, "cascade", PROFILES))
+        self.assertIn("| moq-adaptive |", md)
+        self.assertIn("1 of 3 not within 10 s", md)

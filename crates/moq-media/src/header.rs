@@ -1,6 +1,6 @@
 //! The frame header carried at the start of every media object payload.
 //!
-//! Relays do not forward object extension headers (DESIGN.md §3), so everything a
+//! Relays do not forward object extension headers, so everything a
 //! receiver needs to place a frame in time travels inside the payload, ahead of the
 //! frame's bytes. Audio frames use the same header: each is a key frame (slice type I,
 //! which means nothing for audio), its decode index and base index count the track's

@@ -6,7 +6,7 @@
 //! - [`audio`]: audio codec configurations and audio grouping;
 //! - [`mapping`]: access unit → (track, group, object) and QUIC send priority per delivery mode;
 //! - [`keyframes`]: when a new subscriber's keyframe request goes to the encoder;
-//! - [`metrics`]: jitter, TS-DF and latency percentiles (DESIGN.md §7);
+//! - [`metrics`]: jitter, TS-DF and latency percentiles (docs/metrics.md);
 //! - [`rate_control`]: the encoder's target bitrate from the subscribers' paths.
 //!
 //! The receiver's decisions are in the `moq-player` crate.

@@ -1,5 +1,5 @@
 //! Mapping of access units onto MoQ tracks, groups and objects, and the QUIC send
-//! priority of the stream each one travels on (DESIGN.md §4–§5).
+//! priority of the stream each one travels on (README: Delivery modes).
 
 use crate::catalog::TrackRole;
 use h264::FrameKind;
@@ -155,7 +155,7 @@ impl Mapper {
 }
 
 /// Send order of each stream: the catalog before everything, then audio, every video
-/// base-layer stream before every enhancement stream (DESIGN.md §5, §10).
+/// base-layer stream before every enhancement stream.
 pub mod priority {
     use super::DeliveryMode;
 

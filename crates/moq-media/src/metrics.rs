@@ -1,4 +1,4 @@
-//! Delivery metrics shared by the elements' `stats` and the benchmark (DESIGN.md §7).
+//! Delivery metrics shared by the elements' `stats` and the benchmark (docs/metrics.md).
 //!
 //! All times are µs on one clock; `S` is a frame's availability time at the sender and
 //! `R` its arrival time at the receiver.

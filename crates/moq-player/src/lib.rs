@@ -12,7 +12,8 @@
 //! - [`abr`]: which rendition of a video the path carries;
 //! - [`renditions`]: the rendition playing, from ABR or the application's choice;
 //! - [`splice`]: switching a video between renditions without a seam;
-//! - [`switch`]: when to subscribe another rendition, and where to cut over to it.
+//! - [`switch`]: when to subscribe another rendition, and where to cut over to it;
+//! - [`handover`]: moving a track to a new session (a relay's GOAWAY) without a gap.
 
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -20,6 +21,7 @@
 pub mod abr;
 pub mod audio;
 pub mod delay;
+pub mod handover;
 pub mod item;
 pub mod player;
 pub mod playout;

@@ -82,6 +82,9 @@ pub const ACKED_WINDOW: Duration = Duration::from_millis(500);
 pub const LOSS_WINDOW: Duration = Duration::from_secs(2);
 /// The standing queue is the smallest queueing delay seen over this.
 pub const STANDING_WINDOW: Duration = Duration::from_millis(200);
+/// The queue's trough is the smallest queueing delay seen over this: longer than a
+/// keyframe's transfer on a link the stream fits.
+pub const TROUGH_WINDOW: Duration = Duration::from_secs(1);
 /// Busy intervals needed in the window for a rate.
 const MIN_PATH_EVENTS: u32 = 3;
 /// Busy time needed in the window for a rate.
@@ -124,6 +127,10 @@ pub struct PathEstimate {
     pub confirmed: bool,
     /// Time since `delivery_rate` was last measured on busy intervals.
     pub path_sample_age: Option<Duration>,
+    /// Age of the busy time `delivery_rate` was measured on (the mean over its intervals,
+    /// weighted by their duration, plus `path_sample_age`): a rate taken over the sparse
+    /// window, its busy time seconds back, is that old however recently it was computed.
+    pub path_busy_age: Option<Duration>,
     /// The transport reported the sender app-limited (nothing waiting to be sent) at the
     /// latest acknowledgement.
     pub app_limited: bool,
@@ -138,6 +145,9 @@ pub struct PathEstimate {
     /// Smallest queueing delay of a packet acknowledged in the last [`STANDING_WINDOW`];
     /// `None` without acknowledgements in it.
     pub standing_queue_delay: Option<Duration>,
+    /// Smallest queueing delay of a packet acknowledged in the last [`TROUGH_WINDOW`];
+    /// `None` without acknowledgements in it.
+    pub queue_trough: Option<Duration>,
     /// Lost bytes over lost and acknowledged bytes in the last [`LOSS_WINDOW`].
     pub loss_rate: f64,
     /// Bytes in flight at the latest send.
@@ -221,6 +231,8 @@ pub struct PathEstimator {
     rate: Option<f64>,
     /// When the rate was last set from busy intervals.
     path_at: Option<Instant>,
+    /// The mean age of the busy time it was set from, then.
+    busy_age: Duration,
     /// The latest settled ack event was reported app-limited.
     app_limited: bool,
     latest_rtt: Option<Duration>,
@@ -345,11 +357,14 @@ impl PathEstimator {
             (Some(s), Some(m)) => s.saturating_sub(m),
             _ => Duration::ZERO,
         };
-        let standing_queue_delay = self
-            .window(now, STANDING_WINDOW)
-            .filter_map(|b| b.min_sample)
-            .min()
-            .map(|s| s.saturating_sub(min_rtt.unwrap_or(s)));
+        let smallest_queue = |window| {
+            self.window(now, window)
+                .filter_map(|b| b.min_sample)
+                .min()
+                .map(|s| s.saturating_sub(min_rtt.unwrap_or(s)))
+        };
+        let standing_queue_delay = smallest_queue(STANDING_WINDOW);
+        let queue_trough = smallest_queue(TROUGH_WINDOW);
         let (lost, acked) = self
             .window(now, LOSS_WINDOW)
             .fold((0u64, 0u64), |(l, a), b| {
@@ -363,11 +378,13 @@ impl PathEstimator {
             confirmed: path_sample_age.is_some_and(|age| age <= PATH_WINDOW),
             app_limited: self.app_limited,
             path_sample_age,
+            path_busy_age: path_sample_age.map(|age| age.saturating_add(self.busy_age)),
             rtt: self.smoothed_rtt,
             latest_rtt: self.latest_rtt,
             min_rtt,
             queue_delay,
             standing_queue_delay,
+            queue_trough,
             loss_rate: if total == 0 {
                 0.0
             } else {
@@ -511,18 +528,29 @@ impl PathEstimator {
     }
 
     fn update_rate(&mut self, now: Instant) {
+        let current = self.index(now);
         let measured = [PATH_WINDOW, SPARSE_PATH_WINDOW]
             .into_iter()
             .find_map(|width| {
                 let mut busy = Span::default();
+                // Bins back from now, weighted by their busy time.
+                let mut weighted_age = 0u128;
                 for b in self.window(now, width) {
                     busy.merge(&b.busy);
+                    weighted_age +=
+                        u128::from(b.busy.nanos) * u128::from(current.saturating_sub(b.index));
                 }
-                busy.rate()
+                let age_bins = weighted_age / u128::from(busy.nanos.max(1));
+                busy.rate().map(|rate| (rate, age_bins))
             });
-        if let Some(path) = measured {
+        if let Some((path, age_bins)) = measured {
             self.rate = Some(path);
             self.path_at = Some(now);
+            self.busy_age = Duration::from_nanos(
+                u64::try_from(age_bins)
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(BIN_NANOS),
+            );
         }
         if let Some(acked) = self
             .acked_rate(now)

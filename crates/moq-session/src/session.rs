@@ -100,7 +100,8 @@ pub(crate) struct State {
     /// Track alias → our request ID.
     pub aliases: HashMap<u64, u64>,
     namespace_replies: HashMap<u64, oneshot::Sender<Result<(), RequestError>>>,
-    goaway: bool,
+    /// The peer sent GOAWAY, with the session URI it named (empty: none).
+    goaway: Option<String>,
     // Requests the peer makes.
     peer_ids: PeerRequestIds,
     /// Subscriptions of the peer being served: request ID → track name.
@@ -222,7 +223,7 @@ impl Inner {
         loop {
             {
                 let mut state = lock(&self.state);
-                if state.goaway {
+                if state.goaway.is_some() {
                     return Err(SessionError::GoingAway);
                 }
                 if state.next_request_id < state.peer_max_request_id {
@@ -478,7 +479,7 @@ impl Session {
                 outgoing: HashMap::new(),
                 aliases: HashMap::new(),
                 namespace_replies: HashMap::new(),
-                goaway: false,
+                goaway: None,
                 peer_ids,
                 served: HashMap::new(),
                 deferred: HashSet::new(),
@@ -570,6 +571,26 @@ impl Session {
         self.inner
             .conn
             .close(quinn::VarInt::from_u32(0), reason.as_bytes());
+    }
+
+    /// The session URI the peer's GOAWAY named (empty when it named none), once it sent one:
+    /// it will close this session soon, and wants no new requests on it.
+    pub fn going_away(&self) -> Option<String> {
+        lock(&self.inner.state).goaway.clone()
+    }
+
+    /// Waits for the peer's GOAWAY (see [`Session::going_away`]); pending forever if the
+    /// session ends without one.
+    pub async fn goaway_received(&self) -> String {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            if let Some(uri) = self.going_away() {
+                return uri;
+            }
+            if changed.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
     }
 
     /// Sends GOAWAY: the peer should stop making requests and move elsewhere.
@@ -698,12 +719,12 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage, ordered: bool) -> Result<(), 
         M::ClientSetup(_) | M::ServerSetup(_) => {
             return Err(SessionError::violation("SETUP after the session started"));
         }
-        M::Goaway(_) => {
+        M::Goaway(g) => {
             let mut state = lock(&inner.state);
-            if state.goaway {
+            if state.goaway.is_some() {
                 return Err(SessionError::violation("a second GOAWAY"));
             }
-            state.goaway = true;
+            state.goaway = Some(g.new_session_uri);
             drop(state);
             inner.notify();
         }

@@ -42,10 +42,13 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
   --reps N           repetitions of every run (default 1)
   --profiles a,b     profiles to run (default: cascade, intra_cascade, spike, slow_jitters,
-                     fast_jitters, const_500, random_walk)
+                     fast_jitters, const_500, random_walk, mobile)
   --systems x,y      systems (default: all: moq-baseline, moq-deprioritize-b, moq-skip-gops,
                      moq-combined, moq-skip-gops-delay, moq-adaptive, moq-adaptive-delay,
-                     moq-av, moq-abr, srt-125ms, srt-500ms, rtp-udp, webrtc-gcc)
+                     moq-av, moq-abr, their encoder variants moq-adaptive-default,
+                     moq-adaptive-delay-default, moq-abr-default, ..-openh264 (x264's
+                     defaults with B frames and lookahead; openh264enc), srt-125ms,
+                     srt-500ms, rtp-udp, webrtc-gcc)
   --grid-seconds S   length of each loss x RTT grid run (default 60)
   --max-seconds S    run each profile for at most S s (default: its whole trace)
   --no-grid          skip the loss x RTT grid
@@ -75,8 +78,8 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
 
-/// The Twitch profiles, CONST_500 and a fast-varying random walk.
-const PROFILES: [&str; 7] = [
+/// The Twitch profiles, CONST_500, a fast-varying random walk and a mobile-like link.
+const PROFILES: [&str; 8] = [
     "cascade",
     "intra_cascade",
     "spike",
@@ -84,6 +87,7 @@ const PROFILES: [&str; 7] = [
     "fast_jitters",
     "const_500",
     "random_walk",
+    "mobile",
 ];
 /// The grid's cell without loss or rate limit.
 const IDLE_CELL: &str = "loss0_rtt50";

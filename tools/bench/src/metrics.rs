@@ -1,4 +1,4 @@
-//! Metrics of one run from its per-frame rows (DESIGN.md §7). Pure: no clock, no I/O.
+//! Metrics of one run from its per-frame rows (docs/metrics.md). Pure: no clock, no I/O.
 
 use std::collections::HashMap;
 
@@ -30,6 +30,8 @@ pub struct FrameRow {
     /// sender, and when the receiver had it whole, before its reorder buffer.
     pub handed_off_us: Option<i64>,
     pub received_us: Option<i64>,
+    /// Our receivers: when the frame reached moqsink (after a live encoder).
+    pub published_us: Option<i64>,
 }
 
 /// Facts about a run that are not per frame.
@@ -89,6 +91,12 @@ pub struct Summary {
     pub configured_latency_ms: Option<u32>,
     /// The latency the receiver's decoder reports, ms (its B-frame reordering).
     pub decoder_latency_ms: Option<f64>,
+    /// Our receivers: mean and p95 latency from when each frame reached moqsink (after a
+    /// live encoder, whose own delay the latency above counts), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_latency_mean_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_latency_p95_ms: Option<f64>,
     /// Unix µs of the link trace's time 0, to place frames on the profile's rate steps.
     pub trace_start_us: Option<i64>,
     /// Systems with audio: how the audio played beside the video.
@@ -333,6 +341,12 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
     let ms = |q: f64, v: &mut Vec<i64>| quantile(v, q).map_or(f64::NAN, |us| us as f64 / 1000.0);
     let mean = latencies.iter().sum::<i64>() as f64 / latencies.len().max(1) as f64 / 1000.0;
     let on_time = latencies.iter().filter(|l| **l <= ON_TIME_US).count();
+    let mut published: Vec<i64> = captured
+        .iter()
+        .filter_map(|r| Some(r.rendered_us? - r.published_us?))
+        .collect();
+    let published_mean = (!published.is_empty())
+        .then(|| published.iter().sum::<i64>() as f64 / published.len() as f64 / 1000.0);
 
     let mut renders: Vec<i64> = captured.iter().filter_map(|r| r.rendered_us).collect();
     renders.sort_unstable();
@@ -412,6 +426,8 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
         fluid_ratio,
         configured_latency_ms: facts.configured_latency_ms,
         decoder_latency_ms: facts.decoder_latency_ms,
+        published_latency_mean_ms: published_mean,
+        published_latency_p95_ms: published_mean.map(|_| ms(0.95, &mut published)),
         trace_start_us: facts.trace_start_us,
         av: None,
         abr: None,
@@ -419,7 +435,7 @@ pub fn summarize(rows: &[FrameRow], facts: &RunFacts) -> Summary {
     }
 }
 
-/// Fluid model (DESIGN.md §7): an in-order stream whose frame `i` of `sizes[i]` bytes is
+/// Fluid model (docs/metrics.md): an in-order stream whose frame `i` of `sizes[i]` bytes is
 /// produced at `i / fps` s, drained by a link of rate `kbit_at(t)` (0 = unlimited). Returns
 /// each frame's model latency, s: when its last byte leaves the link minus when it was
 /// produced, held at its running maximum, because a player at 1× that never skips (the
@@ -484,6 +500,7 @@ mod tests {
             damaged: false,
             handed_off_us: None,
             received_us: None,
+            published_us: None,
         }
     }
 

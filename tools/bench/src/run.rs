@@ -127,6 +127,12 @@ pub struct Seen {
     sizes: HashMap<u64, usize>,
     /// When moqsrc had each frame whole (its `timestamp/x-moq-received` meta).
     received: HashMap<u64, i64>,
+    /// When each frame reached moqsink (its `timestamp/x-unix` meta): after a live
+    /// encoder, unlike the sender's log of when the picture was handed over.
+    published: HashMap<u64, i64>,
+    /// moqsrc's adaptive playout as it moved (`moq-playout`): unix µs, target and buffering
+    /// now, ms.
+    playout: Vec<(i64, f64, f64)>,
     /// Each frame's kind as it reached the decoder (in-process receivers).
     kinds: HashMap<u64, h264::FrameKind>,
     /// Systems with renditions (in-process receivers): the rendition played first, and
@@ -295,22 +301,35 @@ impl Receiver {
 }
 
 /// Takes the receiver's bus messages: errors into `errors`, rendition switches (moqsrc's
-/// `moq-rendition`) into `seen` with when they were taken.
+/// `moq-rendition`) and playout targets (`moq-playout`) into `seen` with when they were
+/// taken.
 fn drain_bus(pipeline: &gst::Pipeline, errors: &mut Vec<String>, seen: &Mutex<Seen>) {
     let bus = pipeline.bus().expect("bus");
     while let Some(msg) = bus.pop() {
         match msg.view() {
             gst::MessageView::Error(e) => errors.push(format!("{} ({:?})", e.error(), e.debug())),
             gst::MessageView::Element(e) => {
-                let Some(s) = e.structure().filter(|s| s.name() == "moq-rendition") else {
-                    continue;
-                };
-                let (Ok(from), Ok(to)) = (s.get::<String>("from"), s.get::<String>("to")) else {
+                let Some(s) = e.structure() else {
                     continue;
                 };
                 let mut seen = seen.lock().unwrap();
-                seen.first_rendition.get_or_insert(from);
-                seen.switches.push((unix_us(), to));
+                match s.name().as_str() {
+                    "moq-rendition" => {
+                        if let (Ok(from), Ok(to)) = (s.get::<String>("from"), s.get::<String>("to"))
+                        {
+                            seen.first_rendition.get_or_insert(from);
+                            seen.switches.push((unix_us(), to));
+                        }
+                    }
+                    "moq-playout" => {
+                        if let (Ok(target), Ok(delay)) =
+                            (s.get::<f64>("target-ms"), s.get::<f64>("delay-ms"))
+                        {
+                            seen.playout.push((unix_us(), target, delay));
+                        }
+                    }
+                    _ => {}
+                }
             }
             _ => {}
         }
@@ -418,6 +437,7 @@ fn receiver_pipeline(
         .set_property("ts-offset", system.render_offset_ms() * 1_000_000);
     let probe_seen = seen.clone();
     let received_caps = gst::Caps::new_empty_simple("timestamp/x-moq-received");
+    let published_caps = gst::Caps::new_empty_simple("timestamp/x-unix");
     pipeline
         .by_name("probe")
         .and_then(|p| p.static_pad("src"))
@@ -428,14 +448,20 @@ fn receiver_pipeline(
                 && let Some(tag) = reference::read_tag(&map)
             {
                 let id = tag.id;
-                let received = buffer
-                    .iter_meta::<gst::ReferenceTimestampMeta>()
-                    .find(|m| m.reference().can_intersect(&received_caps))
-                    .map(|m| m.timestamp().useconds() as i64);
+                let meta = |caps: &gst::Caps| {
+                    buffer
+                        .iter_meta::<gst::ReferenceTimestampMeta>()
+                        .find(|m| m.reference().can_intersect(caps))
+                        .map(|m| m.timestamp().useconds() as i64)
+                };
+                let (received, published) = (meta(&received_caps), meta(&published_caps));
                 let mut seen = probe_seen.lock().unwrap();
                 seen.arrived.entry(id).or_insert_with(unix_us);
                 if let Some(received) = received {
                     seen.received.entry(id).or_insert(received);
+                }
+                if let Some(published) = published {
+                    seen.published.entry(id).or_insert(published);
                 }
                 seen.sizes
                     .entry(id)
@@ -652,7 +678,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // A live-encoding sender's frames have the sizes its (first) encoder gave them; with
     // renditions, a frame received has the size of the rendition it came in.
     let sizes = read_sizes(&sender_file(&avail_path, "sizes"))?;
-    let received_sizes = spec.system == &System::Abr;
+    let received_sizes = matches!(spec.system, System::Abr { .. });
     // A live encoder's frames are not the reference's kinds: which pictures reference
     // which (for `intact`) is what arrived. A frame that never did counts as referenced,
     // as every frame of these encoders (no B frames) is.
@@ -665,6 +691,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             row.rendered_us = seen.rendered.get(&row.id).copied();
             row.damaged = seen.damaged.contains(&row.id);
             row.received_us = seen.received.get(&row.id).copied();
+            row.published_us = seen.published.get(&row.id).copied();
             row.handed_off_us = handoff_of(row.available_us, &handoffs);
             if let Some(size) = sizes.get(&row.id) {
                 row.size = *size;
@@ -680,6 +707,12 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
         })
         .collect::<Vec<_>>();
     write_rows(&frames_dir.join(format!("{name}.csv")), &rows)?;
+    if !seen.playout.is_empty() {
+        write_playout(
+            &frames_dir.join(format!("{name}.playout.csv")),
+            &seen.playout,
+        )?;
+    }
     check_media_crossed_link(spec.system, &rows, &totals)?;
     let av = if spec.system.has_audio() {
         write_av_log(
@@ -731,7 +764,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     };
     let mut summary = summarize(&rows, &facts);
     summary.av = av;
-    if spec.system == &System::Abr {
+    if matches!(spec.system, System::Abr { .. }) {
         summary.abr = Some(rendition_log(
             &frames_dir.join(format!("{name}.renditions.csv")),
             &seen,
@@ -868,6 +901,7 @@ fn read_sender_rows(path: &Path, aus: &[Au]) -> Result<Vec<FrameRow>, String> {
                 damaged: false,
                 handed_off_us: None,
                 received_us: None,
+                published_us: None,
             })
         })
         .collect()
@@ -909,18 +943,28 @@ fn read_sizes(path: &Path) -> Result<HashMap<u64, usize>, String> {
         .collect()
 }
 
+/// moqsrc's playout as it moved: `unix_us,target_ms,delay_ms`.
+fn write_playout(path: &Path, playout: &[(i64, f64, f64)]) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+    writeln!(out, "unix_us,target_ms,delay_ms").map_err(|e| e.to_string())?;
+    for (at, target, delay) in playout {
+        writeln!(out, "{at},{target:.1},{delay:.1}").map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
+}
+
 fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
     let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
     writeln!(
         out,
-        "id,kind,size,available_us,arrived_us,rendered_us,damaged,intact,handed_off_us,received_us"
+        "id,kind,size,available_us,arrived_us,rendered_us,damaged,intact,handed_off_us,received_us,published_us"
     )
     .map_err(|e| e.to_string())?;
     for (r, intact) in rows.iter().zip(intact_pictures(rows)) {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             r.id,
             r.kind,
             r.size,
@@ -930,7 +974,8 @@ fn write_rows(path: &PathBuf, rows: &[FrameRow]) -> Result<(), String> {
             u8::from(r.damaged),
             u8::from(intact && r.rendered_us.is_some()),
             opt(r.handed_off_us),
-            opt(r.received_us)
+            opt(r.received_us),
+            opt(r.published_us)
         )
         .map_err(|e| e.to_string())?;
     }
@@ -1195,7 +1240,12 @@ impl LiveEncoding {
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sampler = match (system.is_adaptive(), at_raw) {
-            (true, _) => Some(sample_rates(pipeline, create("rate")?, stop.clone())?),
+            (true, _) => Some(sample_rates(
+                pipeline,
+                create("rate")?,
+                system.encoder().unwrap_or_default().bitrate_unit(),
+                stop.clone(),
+            )?),
             (false, Some(at_raw)) => Some(attach_webrtc(
                 pipeline,
                 addr.port(),
@@ -1376,10 +1426,11 @@ fn encoder_input_probe(
 }
 
 /// Samples the adaptive sender's encoder target, moqsink's estimate and the encoder's
-/// bitrate into `rates` every 100 ms until `stop`.
+/// bitrate (its property in units of `unit` bit/s) into `rates` every 100 ms until `stop`.
 fn sample_rates(
     pipeline: &gst::Pipeline,
     rates: SharedLog,
+    unit: u64,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     let (sink, enc) = (
@@ -1393,6 +1444,7 @@ fn sample_rates(
             let target: u64 = sink.property("target-bitrate");
             let estimated: u64 = sink.property("estimated-bitrate");
             let encoder: u32 = enc.property("bitrate");
+            let encoder = u64::from(encoder) * unit / 1000;
             let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -11,8 +11,8 @@ use crate::{moq_gst, webrtc};
 pub const RECEIVER_LATENCY_MS: u32 = 100;
 
 /// moqsink's backlog budget in the benchmark: high enough never to bind, so our modes
-/// behave as the thesis's (the in-order baseline's latency grows without bound); the
-/// default budget is a memory safety net the thesis did not have.
+/// behave as the source thesis's (the in-order baseline's latency grows without bound); the
+/// default budget is a memory safety net the source thesis did not have.
 pub const MAX_BACKLOG_MS: u32 = 600_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,24 +30,79 @@ pub enum System {
     Rtp,
     /// moq-dev's plugin (moq-lite) publishing to a moq-relay at the sender's address.
     MoqGst,
-    /// Ours with the encoder in the loop: the reference pictures are encoded live by an
-    /// x264enc whose bitrate moqsink drives (`rate-control=encoder`), skip-gops delivery,
+    /// Ours with the encoder in the loop: the reference pictures are encoded live by
+    /// `encoder`, whose bitrate moqsink drives (`rate-control=encoder`), skip-gops delivery,
     /// with this QUIC congestion controller.
     Adaptive {
         congestion: &'static str,
+        encoder: Encoder,
     },
     /// Ours in the default mode (skip-gops) with a live 64 kbit/s Opus track beside the
     /// reference video: audio gaps and A/V skew, and what audio costs the video.
     MoqAv,
-    /// Ours with renditions: the reference pictures encoded live at each bitrate of
+    /// Ours with renditions: the reference pictures encoded live by `encoder` at each bitrate of
     /// [`ABR_LADDER_KBIT`] into moqsink's video pads as one alternate group; moqsrc chooses
     /// among them by its path (`abr=auto`).
-    Abr,
+    Abr {
+        encoder: Encoder,
+    },
     /// WebRTC as users run it for low latency: gst-plugins-rs's `webrtcsink` encoding the
     /// decoded reference pictures live with the same x264 settings as [`System::Adaptive`],
     /// its bitrate driven by Google Congestion Control (`rtpgccbwe`), to a `webrtcsrc`
     /// (webrtcbin's jitter buffer, NACK/RTX) through their signalling server ([`webrtc`]).
     WebRtc,
+}
+
+/// The live encoder of a system that encodes the reference pictures again (`moq-adaptive*`,
+/// `moq-abr*`): what users run, from the lowest-latency x264 settings to the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoder {
+    /// x264 `tune=zerolatency`: no B frames, no lookahead (the systems' unsuffixed names).
+    #[default]
+    ZeroLatency,
+    /// The README's publish line: x264's defaults (preset medium, 3 B frames, 40 frames of
+    /// lookahead: the encoder alone delays a frame by about 0.9 s at 24 fps).
+    Default,
+    /// openh264enc in its bitrate mode, at the lowest complexity (no B frames).
+    OpenH264,
+}
+
+impl Encoder {
+    pub const ALL: [Encoder; 3] = [Encoder::ZeroLatency, Encoder::Default, Encoder::OpenH264];
+
+    /// What a system's name ends with for this encoder.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Encoder::ZeroLatency => "",
+            Encoder::Default => "-default",
+            Encoder::OpenH264 => "-openh264",
+        }
+    }
+
+    /// The encoder element named `name` at `kbit` kbit/s, GoP 15 as the reference's, no
+    /// scene-cut keyframes.
+    pub fn element(self, name: &str, kbit: u32) -> String {
+        match self {
+            Encoder::ZeroLatency => format!("x264enc name={name} bitrate={kbit} {LIVE_X264}"),
+            Encoder::Default => format!(
+                "x264enc name={name} bitrate={kbit} bframes=3 key-int-max=15 \
+                 option-string=scenecut=0"
+            ),
+            Encoder::OpenH264 => format!(
+                "openh264enc name={name} bitrate={} rate-control=bitrate gop-size=15 \
+                 complexity=low scene-change-detection=false",
+                kbit * 1000
+            ),
+        }
+    }
+
+    /// The unit of the element's `bitrate` property, in bit/s.
+    pub fn bitrate_unit(self) -> u64 {
+        match self {
+            Encoder::OpenH264 => 1,
+            _ => 1000,
+        }
+    }
 }
 
 /// The renditions of `moq-abr`, kbit/s, on `video_0`.. (catalog tracks `video`,
@@ -67,11 +122,6 @@ pub fn abr_rendition_kbit(track: &str) -> Option<u32> {
 /// B frames, no lookahead, GoP 15 as the reference's. The bitrate is set beside them.
 pub const LIVE_X264: &str =
     "tune=zerolatency key-int-max=15 speed-preset=veryfast option-string=scenecut=0";
-
-/// A live encoder of the decoded reference pictures ([`LIVE_X264`]).
-fn live_encoder(name: &str, kbit: u32) -> String {
-    format!("x264enc name={name} bitrate={kbit} {LIVE_X264}")
-}
 
 /// The live audio beside the reference video in `moq-av`: 64 kbit/s Opus, 20 ms frames.
 const AV_AUDIO: &str = "audiotestsrc is-live=true wave=ticks ! audio/x-raw,rate=48000,channels=2 \
@@ -111,7 +161,7 @@ impl System {
         }
     }
 
-    /// Our four modes, with the receiver the thesis paired them with.
+    /// Our four modes, with the receiver the source thesis paired them with.
     pub fn ours() -> Vec<System> {
         ["baseline", "deprioritize-b", "skip-gops", "combined"]
             .into_iter()
@@ -119,12 +169,40 @@ impl System {
             .collect()
     }
 
-    /// Ours with rate adaptation, per congestion controller worth comparing.
+    /// Ours with rate adaptation, per congestion controller worth comparing, with the
+    /// lowest-latency encoder.
     pub fn adaptive() -> Vec<System> {
         ["cubic", "delay"]
             .into_iter()
-            .map(|congestion| System::Adaptive { congestion })
+            .map(|congestion| System::Adaptive {
+                congestion,
+                encoder: Encoder::ZeroLatency,
+            })
             .collect()
+    }
+
+    /// The systems with the encoder in the loop (adaptive and renditions) with the other
+    /// encoders: run on the congested profiles beside their zerolatency form.
+    pub fn encoder_variants() -> Vec<System> {
+        let mut variants = Vec::new();
+        for encoder in Encoder::ALL.into_iter().skip(1) {
+            for congestion in ["cubic", "delay"] {
+                variants.push(System::Adaptive {
+                    congestion,
+                    encoder,
+                });
+            }
+            variants.push(System::Abr { encoder });
+        }
+        variants
+    }
+
+    /// The live encoder of a system that encodes again, if it is one.
+    pub fn encoder(&self) -> Option<Encoder> {
+        match self {
+            System::Adaptive { encoder, .. } | System::Abr { encoder } => Some(*encoder),
+            _ => None,
+        }
     }
 
     /// Everything compared on the congested profiles.
@@ -140,7 +218,10 @@ impl System {
         });
         all.extend(System::adaptive());
         all.push(System::MoqAv);
-        all.push(System::Abr);
+        all.push(System::Abr {
+            encoder: Encoder::ZeroLatency,
+        });
+        all.extend(System::encoder_variants());
         all.push(System::Srt { latency_ms: 125 });
         all.push(System::Srt { latency_ms: 500 });
         all.push(System::Rtp);
@@ -205,7 +286,7 @@ impl System {
     pub fn live_taggers(&self) -> Vec<String> {
         match self {
             System::Adaptive { .. } => vec!["tagger".into()],
-            System::Abr => (0..ABR_LADDER_KBIT.len())
+            System::Abr { .. } => (0..ABR_LADDER_KBIT.len())
                 .map(|i| format!("tagger{i}"))
                 .collect(),
             _ => Vec::new(),
@@ -266,10 +347,14 @@ impl System {
             System::MoqGst => "moq-gst".into(),
             System::Adaptive {
                 congestion: "cubic",
-            } => "moq-adaptive".into(),
-            System::Adaptive { congestion } => format!("moq-adaptive-{congestion}"),
+                encoder,
+            } => format!("moq-adaptive{}", encoder.suffix()),
+            System::Adaptive {
+                congestion,
+                encoder,
+            } => format!("moq-adaptive-{congestion}{}", encoder.suffix()),
             System::MoqAv => "moq-av".into(),
-            System::Abr => "moq-abr".into(),
+            System::Abr { encoder } => format!("moq-abr{}", encoder.suffix()),
             System::WebRtc => "webrtc-gcc".into(),
         }
     }
@@ -334,19 +419,22 @@ impl System {
             ),
             // The reference is decoded, then encoded again live at the rate moqsink sets.
             // `raw` and `tagger` are where the sender logs availability and tags frames.
-            System::Adaptive { congestion } => format!(
+            System::Adaptive {
+                congestion,
+                encoder,
+            } => format!(
                 "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! {} ! h264parse \
                  ! identity name=tagger ! moqsink name=sink listen={} delivery=skip-gops \
                  congestion-control={congestion} rate-control=encoder target-start-bitrate={} \
                  target-min-bitrate={} target-max-bitrate={} tls-cert-file={cert} tls-key-file={key} sync=false",
-                live_encoder("enc", ADAPTIVE_START_KBIT),
+                encoder.element("enc", ADAPTIVE_START_KBIT),
                 at.sender,
                 ADAPTIVE_START_KBIT * 1000,
                 ADAPTIVE_MIN_KBIT * 1000,
                 ADAPTIVE_MAX_KBIT * 1000,
             ),
             // The decoded reference into one encoder per rendition, tagged after each.
-            System::Abr => {
+            System::Abr { encoder } => {
                 let mut description = String::from(
                     "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! tee name=t ",
                 );
@@ -354,7 +442,7 @@ impl System {
                 for (i, kbit) in ABR_LADDER_KBIT.iter().enumerate() {
                     description.push_str(&format!(
                         "t. ! queue ! {} ! h264parse ! identity name=tagger{i} ! sink.video_{i} ",
-                        live_encoder(&format!("enc{i}"), *kbit)
+                        encoder.element(&format!("enc{i}"), *kbit)
                     ));
                     pads.push_str(&format!(
                         "video_{i}::alt-group=1 video_{i}::bitrate={} ",
@@ -386,7 +474,7 @@ impl System {
                 at.receiver, at.fingerprint
             ),
             // `src` is where the run reads the rendition playing.
-            System::Abr => format!(
+            System::Abr { .. } => format!(
                 "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
                  skip-forward=true timeout=20 abr=auto",
                 at.receiver, at.fingerprint
@@ -449,6 +537,49 @@ mod tests {
             assert!(idle.iter().any(|n| n == name), "{name} on the idle cell");
         }
         assert_eq!(idle.len(), lossy.len() + 4);
+    }
+
+    #[test]
+    fn encoder_variants_are_named_by_a_suffix_and_the_plain_names_keep_zerolatency() {
+        for (name, congestion, encoder) in [
+            ("moq-adaptive", "cubic", Encoder::ZeroLatency),
+            ("moq-adaptive-delay", "delay", Encoder::ZeroLatency),
+            ("moq-adaptive-default", "cubic", Encoder::Default),
+            ("moq-adaptive-delay-default", "delay", Encoder::Default),
+            ("moq-adaptive-openh264", "cubic", Encoder::OpenH264),
+            ("moq-adaptive-delay-openh264", "delay", Encoder::OpenH264),
+        ] {
+            let system = System::Adaptive {
+                congestion,
+                encoder,
+            };
+            assert_eq!(System::from_name(name), Some(system));
+        }
+        for encoder in Encoder::ALL {
+            let name = format!("moq-abr{}", encoder.suffix());
+            assert_eq!(System::from_name(&name), Some(System::Abr { encoder }));
+        }
+        // Every variant runs on the congested profiles, and the encoder it names is the
+        // one its sender runs.
+        let at = Endpoints {
+            sender: "127.0.0.1:1".parse().unwrap(),
+            receiver: "127.0.0.1:2".parse().unwrap(),
+            fingerprint: String::new(),
+        };
+        let all = System::all();
+        for system in System::encoder_variants() {
+            assert!(all.contains(&system), "{}", system.name());
+            let sender = system.sender(&at, "c", "k");
+            let (element, absent) = match system.encoder() {
+                Some(Encoder::OpenH264) => ("openh264enc", "x264enc"),
+                Some(Encoder::Default) => ("bframes=3", "zerolatency"),
+                other => panic!("{other:?} is not a variant"),
+            };
+            assert!(
+                sender.contains(element) && !sender.contains(absent),
+                "{sender}"
+            );
+        }
     }
 
     #[test]

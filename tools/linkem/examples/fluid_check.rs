@@ -1,4 +1,4 @@
-//! Checks the emulator against the fluid model (DESIGN.md §7): a constant-rate UDP stream of
+//! Checks the emulator against the fluid model (docs/metrics.md): a constant-rate UDP stream of
 //! R = 600 kbit/s into CONST_500 (C = 500 kbit/s, queue Q from the profile). Until the backlog
 //! (R − C)·t reaches Q, a packet sent at t should wait (R − C)·t / C before its serialisation
 //! starts; after that the wait stays at about Q·8 / C and the excess (R − C) is dropped.

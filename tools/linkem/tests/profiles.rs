@@ -1,4 +1,4 @@
-//! The shipped profiles parse and say what DESIGN.md §8 says they are.
+//! The shipped profiles parse and say what tools/linkem/README.md says they are.
 
 use std::path::PathBuf;
 use std::time::Duration;

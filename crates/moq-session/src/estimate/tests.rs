@@ -175,6 +175,38 @@ fn step_up_with_an_app_limited_sender_never_falls_below_what_it_sends() {
 }
 
 #[test]
+fn a_rate_measured_on_old_busy_time_says_how_old_it_is() {
+    // A saturated second, then (1.5 s later) one short burst: too little for the 1 s
+    // window, so the rate is computed again over the sparse window, whose busy time is
+    // nearly all the old second's. Computed just now, measured on time 2 s old.
+    let t0 = Instant::now();
+    let at = |s: f64| t0 + secs(s);
+    let mut e = PathEstimator::new();
+    e.on_sent(at(0.0), 1200, 1200);
+    e.on_ack(at(0.05), at(0.0), 1200, false);
+    e.on_rtt(at(0.05), secs(0.05), secs(0.05), secs(0.05));
+    let ack_event = |e: &mut PathEstimator, t: f64, queue: f64| {
+        for _ in 0..2 {
+            e.on_ack(at(t), at(t - 0.05 - queue), 1200, false);
+        }
+    };
+    for i in 0..45 {
+        ack_event(&mut e, 0.1 + 0.02 * i as f64, 0.03);
+    }
+    for i in 0..3 {
+        ack_event(&mut e, 2.5 + 0.01 * i as f64, 0.015);
+    }
+    let now = at(2.55);
+    let estimate = e.estimate(now);
+    println!(
+        "rate {:?}, computed {:?} ago on busy time {:?} old",
+        estimate.delivery_rate, estimate.path_sample_age, estimate.path_busy_age
+    );
+    assert!(estimate.path_sample_age.is_some_and(|age| age < secs(0.1)));
+    assert!(estimate.path_busy_age.is_some_and(|age| age >= secs(1.2)));
+}
+
+#[test]
 fn random_loss_and_an_outage_do_not_collapse_the_estimate() {
     let mut sc = Scenario::new(constant(500_000), constant(400_000), 30 * S);
     sc.loss = 0.01;

@@ -722,7 +722,7 @@ fn skip_gops_jumps_to_the_newest_group_on_a_slow_link() {
 
 #[test]
 fn a_group_in_progress_sends_its_keyframe_before_yielding() {
-    // The thesis's starvation case: a keyframe takes longer than a GoP to send, so a
+    // The source thesis's starvation case: a keyframe takes longer than a GoP to send, so a
     // newer group always exists before the older keyframe is out. It must still go out:
     // one picture per round beats none.
     let mut net = Net::new(PublishLimits::default(), 15);

@@ -1,8 +1,10 @@
 //! Rate adaptation: the subscribers' path estimates, combined by the rate policy, drive
-//! the encoder's bitrate. Free of the element: it is told the estimates and the time and
-//! says what to set; the element finds the encoder and posts the messages.
+//! the encoder's bitrate, with what the encoder produces (the access units reaching the
+//! sink) teaching the controller how the encoder answers. Free of the element: it is told
+//! the estimates, the frames and the time and says what to set; the element finds the
+//! encoder and posts the messages.
 
-use moq_media::rate_control::{Change, PathReport, RateConfig, RateController, RatePolicy};
+use moq_media::rate_control::{PathReport, RateConfig, RateController, RatePolicy};
 use moq_session::estimate::PathEstimate;
 
 /// The path report the rate controller reads, from a session's estimate.
@@ -10,11 +12,15 @@ pub fn path_report(estimate: &PathEstimate) -> PathReport {
     let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     PathReport {
         delivery_bps: estimate.delivery_rate,
-        sample_age_us: estimate.path_sample_age.map(us),
+        // As old as the busy time it was measured on: a rate computed just now over the
+        // sparse window may speak of seconds ago.
+        sample_age_us: estimate.path_busy_age.or(estimate.path_sample_age).map(us),
         // The smallest recent delay: a keyframe's own burst is not a standing queue.
         queue_delay_us: estimate
             .standing_queue_delay
             .map_or_else(|| us(estimate.queue_delay), us),
+        // The smallest over a second: a queue that never empties, not a keyframe's wave.
+        queue_trough_us: estimate.queue_trough.map(us),
         loss_rate: estimate.loss_rate,
         acked_bps: estimate.acked_rate,
     }
@@ -54,15 +60,28 @@ impl Adaptation {
         self.controller.target_bps()
     }
 
+    /// An access unit of `bytes` from the driven encoder reached the sink at `now_us`.
+    pub fn on_frame(&mut self, now_us: u64, bytes: u64, key: bool) {
+        self.controller.on_frame(now_us, bytes, key);
+    }
+
+    /// What the encoder produces (bit/s over its last whole GoPs), its lag between a new
+    /// target and its output following (µs) and its output over its target, as learned.
+    pub fn encoder(&self, now_us: u64) -> (Option<u64>, u64, Option<f64>) {
+        let model = self.controller.encoder();
+        (
+            model.output_bps(now_us).map(|r| r as u64),
+            model.lag_us(),
+            model.ratio(),
+        )
+    }
+
     /// The target for the paths' reports at `now_us`, when it changed.
     pub fn update(&mut self, now_us: u64, reports: &[PathReport]) -> Option<Target> {
         let (bitrate, change) = self.controller.update(now_us, reports)?;
         Some(Target {
             bitrate,
-            reason: match change {
-                Change::Cut => "cut",
-                Change::Rise => "rise",
-            },
+            reason: change.name(),
         })
     }
 }
@@ -78,12 +97,16 @@ mod tests {
             delivery_rate: Some(500_000),
             queue_delay: Duration::from_millis(120),
             standing_queue_delay: Some(Duration::from_millis(8)),
+            queue_trough: Some(Duration::from_millis(5)),
             path_sample_age: Some(Duration::from_millis(300)),
+            path_busy_age: Some(Duration::from_millis(900)),
             ..PathEstimate::default()
         };
         let r = path_report(&estimate);
         assert_eq!(r.queue_delay_us, 8_000);
-        assert_eq!(r.sample_age_us, Some(300_000));
+        assert_eq!(r.queue_trough_us, Some(5_000));
+        // The age of the busy time measured on, not of the computation.
+        assert_eq!(r.sample_age_us, Some(900_000));
         let without = PathEstimate {
             standing_queue_delay: None,
             ..estimate

@@ -658,6 +658,10 @@ impl MoqSink {
             Link::Listen(server) => server.sessions(),
             Link::Relay(relay) => relay.session().into_iter().collect(),
         };
+        let (output, lag_us, ratio) = started
+            .adaptation
+            .as_ref()
+            .map_or((None, 0, None), |a| a.encoder(unix_now_us()));
         drop(state);
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let per_session: Vec<gst::Structure> = sessions
@@ -682,6 +686,9 @@ impl MoqSink {
             self.estimated_bps.load(Ordering::Relaxed),
         )
         .field("target-bitrate", self.target_bps.load(Ordering::Relaxed))
+        .field("encoder-output-bitrate", output.unwrap_or(0))
+        .field("encoder-lag-ms", lag_us as f64 / 1000.0)
+        .field("encoder-ratio", ratio.unwrap_or(0.0))
         .field("sessions", gst::Array::new(per_session))
         .build()
     }
@@ -830,8 +837,19 @@ impl MoqSink {
         result.map_err(|e| format!("track {name:?}: {e}"))
     }
 
+    /// Whether `id` is the track of the first video pad, whose encoder rate control drives.
+    fn drives_rate(&self, id: TrackId) -> bool {
+        lock(&self.pads)
+            .iter()
+            .filter(|e| e.kind == MediaKind::Video)
+            .min_by_key(|e| e.index)
+            .is_some_and(|e| e.id == id)
+    }
+
     /// Publishes one frame of the pad's track (from its sink's `render`).
     pub(super) fn track_render(&self, id: TrackId, buffer: &gst::Buffer, timing: AuTiming) {
+        // Taken before the state: `pads` is never locked while `state` is held.
+        let drives_rate = self.drives_rate(id);
         // The frame is shared with every subscriber as it is, not copied.
         let Ok(map) = buffer.clone().into_mapped_buffer_readable() else {
             gst::warning!(CAT, imp = self, "cannot map a buffer");
@@ -866,7 +884,12 @@ impl MoqSink {
                         placed.role,
                         placed.group
                     );
-                    if placed.info.kind == FrameKind::Key {
+                    let key = placed.info.kind == FrameKind::Key;
+                    if drives_rate && let Some(adaptation) = started.adaptation.as_mut() {
+                        // What the encoder made of its target, as it reaches the sink.
+                        adaptation.on_frame(unix_now_us(), len as u64, key);
+                    }
+                    if key {
                         let now = unix_now_us();
                         align = started
                             .renditions
@@ -1129,7 +1152,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Per track (`tracks`): name, kind, frames, bytes, frames refused, objects sent and dropped, streams reset; for the first video track at the top level: frames and bytes per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
+                    .blurb("Per track (`tracks`): name, kind, frames, bytes, frames refused, objects sent and dropped, streams reset; for the first video track at the top level: frames and bytes per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, with rate-control=encoder what the encoder produces (encoder-output-bitrate, bit/s over its last whole GoPs), its lag before a new target shows in its output (encoder-lag-ms) and its output over its target (encoder-ratio, 0 until measured), and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
                     .read_only()
                     .build(),
                 glib::ParamSpecString::builder("url")
@@ -1199,7 +1222,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("rate-control", RateControl::default())
                     .nick("Rate control")
-                    .blurb("encoder: set the upstream encoder's bitrate from the subscribers' path estimate (cut at once, rise gradually), and post moq-target-bitrate; none: leave it alone")
+                    .blurb("encoder: set the upstream encoder's bitrate from the subscribers' path estimate and from what the encoder produces (cut at once and hold for the encoder's lag, rise toward a measured rate, probe a path the stream does not fill), and post moq-target-bitrate; none: leave it alone")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("rate-policy", RatePolicy::default())

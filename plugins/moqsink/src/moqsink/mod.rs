@@ -10,7 +10,7 @@
 //! A bin with request pads `video_%u` and `audio_%u`, each backed by a sink of its own
 //! (so each synchronises, prerolls and reaches EOS as a sink does) and each a track of
 //! the broadcast. Every access unit is classified (key / reference / non-reference),
-//! mapped to a group and object of its video track (DESIGN.md §4), audio frames to short
+//! mapped to a group and object of its video track, audio frames to short
 //! groups above all video, and handed to the session layer, whose tasks send them to
 //! each subscriber on QUIC streams. The streaming threads never wait on the network.
 //!

@@ -103,40 +103,43 @@ async fn a_track_unsubscribed_and_subscribed_again_at_once_is_served_on_every_dr
     }
 }
 
-/// A draft-20 subscriber that cancels as moq-relay does, with STOP_SENDING on the
-/// publisher's side of the request stream and a FIN on its own, then subscribes to the
-/// same track again at once: the cancel ends the subscription, and the new one is served.
+/// A subscriber of a draft with request streams that cancels as moq-relay does, with
+/// STOP_SENDING on the publisher's side of the request stream and a FIN on its own, then
+/// subscribes to the same track again at once: the cancel ends the subscription, and the
+/// new one is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_cancelled_with_stop_sending_ends_and_the_track_is_served_again() {
     let served = serve(&["video"]);
-    let peer = Raw20::connect(&served.url, &served.trust, "20").await;
-    for round in 0..ROUNDS as u64 {
-        let request_id = 2 * round;
-        let subscribe = Subscribe {
-            request_id,
-            namespace: parse_namespace("live").unwrap(),
-            track_name: b"video".to_vec(),
-            subscriber_priority: 128,
-            group_order: GroupOrder::Publisher,
-            forward: true,
-            filter: FilterType::LargestObject,
-            params: Parameters::new(),
-            fill: None,
-        };
-        let (mut send, mut recv) = peer.request(&ControlMessage::Subscribe(subscribe)).await;
-        let reply = peer
-            .answer(&mut recv, request_id, RequestKind::Subscribe)
-            .await;
+    for draft in ["20", "22"] {
+        let peer = Raw20::connect(&served.url, &served.trust, draft).await;
+        for round in 0..ROUNDS as u64 {
+            let request_id = 2 * round;
+            let subscribe = Subscribe {
+                request_id,
+                namespace: parse_namespace("live").unwrap(),
+                track_name: b"video".to_vec(),
+                subscriber_priority: 128,
+                group_order: GroupOrder::Publisher,
+                forward: true,
+                filter: FilterType::LargestObject,
+                params: Parameters::new(),
+                fill: None,
+            };
+            let (mut send, mut recv) = peer.request(&ControlMessage::Subscribe(subscribe)).await;
+            let reply = peer
+                .answer(&mut recv, request_id, RequestKind::Subscribe)
+                .await;
+            assert!(
+                matches!(reply, ControlMessage::SubscribeOk(_)),
+                "draft-{draft}, round {round}: {reply:?}"
+            );
+            recv.stop(quinn::VarInt::from_u32(1)).unwrap();
+            send.finish().unwrap();
+        }
         assert!(
-            matches!(reply, ControlMessage::SubscribeOk(_)),
-            "round {round}: {reply:?}"
+            peer.conn.close_reason().is_none(),
+            "draft-{draft}: {:?}",
+            peer.conn.close_reason()
         );
-        recv.stop(quinn::VarInt::from_u32(1)).unwrap();
-        send.finish().unwrap();
     }
-    assert!(
-        peer.conn.close_reason().is_none(),
-        "{:?}",
-        peer.conn.close_reason()
-    );
 }

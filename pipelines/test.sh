@@ -17,6 +17,16 @@ cargo test --workspace --locked -- --test-threads=2 --skip moq_gst --skip a_brow
 # moq-gst's player decodes in real time with no buffer of its own, and the web player in
 # headless Chromium draws on the same two cores: give each the machine.
 cargo test --locked --test relay -- --test-threads=1 moq_gst
+# The relay suite above ran on the default draft (the newest); on each other draft, a smoke
+# subset: publish and play, delivery modes, A/V, a late joiner, JWT, the end of a stream, an
+# outage, moq-gst both ways. pipelines/interop.sh runs the whole suite on every draft.
+for draft in 20 16 14; do
+    MOQ_DRAFT=$draft cargo test --locked --test relay -- --test-threads=2 \
+        the_draft_in_use every_delivery_mode audio_and_video_play \
+        two_subscribers_and_a_late_joiner requires_a_jwt the_end_of_the_stream \
+        survives_a_5_second
+    MOQ_DRAFT=$draft cargo test --locked --test relay -- --test-threads=1 moq_gst
+done
 cargo test --locked --test browser -- --test-threads=1
 # The embedding examples, briefly: Rust (plugins linked in) and Python (plugins loaded).
 cargo run --locked --quiet --example embed -- 3 | tail -n 1

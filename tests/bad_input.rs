@@ -368,5 +368,8 @@ fn a_draft_the_publisher_does_not_speak_is_an_error() {
     let err = first_error(&pipeline, WAIT);
     eprintln!("{err}");
     assert!(err.contains(&sender.url()), "{err}");
-    assert!(err.contains("protocol"), "names the ALPN mismatch: {err}");
+    assert!(
+        err.contains("we allow 14") && err.contains("speaks 16"),
+        "names both sides' drafts: {err}"
+    );
 }

@@ -158,12 +158,16 @@ fn after_a_pause_playback_resumes_at_the_live_edge() {
 /// Draft-16 and draft-14 both play; the server's choice among what the client offers is the
 /// one used, and moqsrc reports it in `moq-connected`.
 #[test]
-fn both_drafts_play_and_moqsrc_reports_the_one_in_use() {
+fn every_draft_plays_and_moqsrc_reports_the_one_in_use() {
     for (sink_versions, src_versions, expected) in [
         ("16,14", "16,14", 16),
         ("14", "16,14", 14),
         ("16,14", "14", 14),
         ("14,16", "16,14", 14),
+        ("20", "20", 20),
+        ("22", "22", 22),
+        ("22,20,16,14", "20,14", 20),
+        ("20,22", "22,20,16", 20),
     ] {
         let sender = Sender::start(&format!("versions={sink_versions}"));
         let receiver = Receiver::start(&format!(

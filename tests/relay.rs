@@ -5,6 +5,10 @@
 //!
 //! The relay binary comes from `MOQ_RELAY`, `PATH` or `~/.cache/moqsink-tools/bin`
 //! (`pipelines/install-moq-relay.sh` installs it there). Without it the tests fail.
+//!
+//! The suite runs on one MoQ Transport draft: `MOQ_DRAFT` (14, 16, 20 or 22) is given to
+//! every element of ours as its `versions`; unset, the elements' default.
+//! `pipelines/interop.sh` runs it once per draft.
 
 mod common;
 
@@ -21,6 +25,22 @@ use gst::prelude::*;
 /// The relay's root for anonymous sessions, and the broadcast under it.
 const ROOT: &str = "anon";
 const NAMESPACE: &str = "live";
+
+/// `properties` of one of our elements, with the draft the suite runs on.
+fn ours(properties: impl AsRef<str>) -> String {
+    match std::env::var("MOQ_DRAFT") {
+        Ok(draft) => format!("{} versions={draft}", properties.as_ref()),
+        Err(_) => properties.as_ref().to_owned(),
+    }
+}
+
+/// The draft our elements negotiate with the relay: `MOQ_DRAFT`, else the default's first.
+fn expected_draft() -> String {
+    std::env::var("MOQ_DRAFT").unwrap_or_else(|_| {
+        let default: moq_session::Versions = moq_session::DEFAULT_VERSIONS.parse().unwrap();
+        default.list()[0].draft().to_string()
+    })
+}
 
 fn relay_binary() -> PathBuf {
     let candidates = std::env::var_os("MOQ_RELAY")
@@ -147,19 +167,19 @@ impl Relay {
     }
 
     fn publisher(&self, properties: &str) -> Sender {
-        Sender::through_relay(&format!(
+        Sender::through_relay(&ours(format!(
             "url={} namespace={NAMESPACE} tls-fingerprint={} {properties}",
             self.url(),
             self.fingerprint
-        ))
+        )))
     }
 
     fn subscriber(&self, properties: &str) -> Receiver {
-        Receiver::start(&format!(
+        Receiver::start(&ours(format!(
             "url={} namespace={NAMESPACE} tls-fingerprint={} {properties}",
             self.url(),
             self.fingerprint
-        ))
+        )))
     }
 }
 
@@ -233,11 +253,11 @@ fn every_delivery_mode_plays_through_the_relay() {
 fn the_same_url_on_both_elements_addresses_the_same_broadcast() {
     let relay = Relay::start();
     // Root /anon, broadcast `show`, on both ends, with no namespace property.
-    let properties = format!(
+    let properties = ours(format!(
         "url={}/show tls-fingerprint={}",
         relay.url(),
         relay.fingerprint
-    );
+    ));
     let _sender = Sender::through_relay(&properties);
     let receiver = Receiver::start(&properties);
     receiver
@@ -303,17 +323,17 @@ fn audio_and_video_play_through_the_relay() {
     let sender = av::AvSender::start(
         &format!("{TEST_VIDEO} ! {TEST_ENCODER}"),
         av::AudioCodec::Opus,
-        &format!(
+        &ours(format!(
             "url={} namespace={NAMESPACE} tls-fingerprint={}",
             relay.url(),
             relay.fingerprint
-        ),
+        )),
     );
-    let url = format!(
+    let url = ours(format!(
         "url={} namespace={NAMESPACE} tls-fingerprint={}",
         relay.url(),
         relay.fingerprint
-    );
+    ));
     let receiver = av::AvReceiver::start(&url, av::AudioCodec::Opus);
     receiver
         .wait_both(48, WAIT)
@@ -354,18 +374,18 @@ fn audio_plays_on_through_the_relay_while_congestion_makes_the_video_skip() {
     let sender = av::AvSender::start(
         av::CONGESTED_VIDEO,
         av::AudioCodec::Opus,
-        &format!(
+        &ours(format!(
             "url={} namespace={NAMESPACE} tls-fingerprint={}",
             relay.url(),
             relay.fingerprint
-        ),
+        )),
     );
     let forward = SocketAddr::from(([127, 0, 0, 1], relay.port));
     av::play_congested(&sender, forward, |link| {
-        format!(
+        ours(format!(
             "url=moqt://{link}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
             relay.fingerprint
-        )
+        ))
     });
 }
 
@@ -711,14 +731,14 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
     let token = relay.token("demo", None);
     let pin = format!("tls-fingerprint={}", relay.relay.fingerprint);
     // The token as a property on the publisher, in the URL's query on the player.
-    let _sender = Sender::through_relay(&format!(
+    let _sender = Sender::through_relay(&ours(format!(
         "url={} {pin} auth-token={token}",
         relay.url("/demo/show")
-    ));
-    let receiver = Receiver::start(&format!(
+    )));
+    let receiver = Receiver::start(&ours(format!(
         "url={}?jwt={token} {pin}",
         relay.url("/demo/show")
-    ));
+    )));
     receiver.wait_frames(24, WAIT).expect("a valid token plays");
 
     // Another key's token, and none: refused with an error that says so.
@@ -733,14 +753,14 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
     for (what, properties) in [
         (
             "a token of another key",
-            format!(
+            ours(format!(
                 "url={} {pin} auth-token={forged} timeout=3",
                 relay.url("/demo/show")
-            ),
+            )),
         ),
         (
             "no token",
-            format!("url={} {pin} timeout=3", relay.url("/demo/show")),
+            ours(format!("url={} {pin} timeout=3", relay.url("/demo/show"))),
         ),
     ] {
         let started = Instant::now();
@@ -897,28 +917,33 @@ fn our_moqsrc_plays_what_moq_gst_publishes() {
     );
 }
 
-/// Draft-16 through moq-relay when both elements opt in: plays, and moqsrc reports it.
+/// The suite's draft through moq-relay: plays, and moqsrc reports the draft in use.
 #[test]
-fn draft_16_plays_through_the_relay() {
+fn the_draft_in_use_plays_through_the_relay_and_is_reported() {
     let relay = Relay::start();
-    let _sender = relay.publisher("versions=16,14");
-    let receiver = relay.subscriber("versions=16,14");
-    receiver.wait_frames(48, WAIT).expect("plays over draft-16");
+    let _sender = relay.publisher("");
+    let receiver = relay.subscriber("");
+    let draft = expected_draft();
+    receiver
+        .wait_frames(48, WAIT)
+        .unwrap_or_else(|e| panic!("draft-{draft}: {e}"));
     let messages = receiver.messages.lock().unwrap().clone();
     assert!(
-        messages.iter().any(|m| m == "moq-connected draft=16"),
+        messages
+            .iter()
+            .any(|m| *m == format!("moq-connected draft={draft}")),
         "{messages:?}"
     );
-    assert_decodable(&receiver, "draft-16 through the relay");
+    assert_decodable(&receiver, &format!("draft-{draft} through the relay"));
 }
 
 /// The rendition ladder published through `relay`: the publishing pipeline.
 fn ladder_through(relay: &Relay) -> gst::Pipeline {
-    ladder::publish_ladder(&format!(
+    ladder::publish_ladder(&ours(format!(
         "url={} namespace={NAMESPACE} tls-fingerprint={}",
         relay.url(),
         relay.fingerprint
-    ))
+    )))
     .0
 }
 
@@ -934,11 +959,11 @@ fn viewer_behind(relay: &Relay, profile: linkem::Profile) -> (linkem::Link, Rece
         log: None,
     })
     .expect("link starts");
-    let viewer = Receiver::start(&format!(
+    let viewer = Receiver::start(&ours(format!(
         "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
         link.local_addr(),
         relay.fingerprint
-    ));
+    )));
     (link, viewer)
 }
 

@@ -1,12 +1,17 @@
-//! Control messages: `ControlMessage::decode` (draft-14) and `draft16::decode_control` on
-//! arbitrary bytes never panic, and whatever they accept encodes again (in the same draft) and
-//! decodes to the same message.
+//! Control messages: `ControlMessage::decode` (draft-14), `draft16::decode_control`, and every
+//! draft's codec (`moq_wire::codec`, the seam a session uses) on arbitrary bytes never panic,
+//! and whatever they accept encodes again (in the same draft) and decodes to the same message.
+//! Drafts from 17 on read a message differently on each stream, so the first byte picks the
+//! stream (and the request it belongs to) the codecs read the rest on.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use moq_fuzz_harness::control::{AnyRequests, channel};
+use moq_wire::codec::{Channel, Codec, Requests};
 use moq_wire::draft16::{self, Announcer, RequestKind};
 use moq_wire::message::{ControlMessage, TrackNamespace};
+use moq_wire::{draft14, draft20, draft22};
 
 fn check_draft14(data: &[u8]) {
     let Ok((message, used)) = ControlMessage::decode(data) else {
@@ -34,24 +39,15 @@ fn check_draft14(data: &[u8]) {
 
 /// Every request ID is known; its kind follows from the ID, so every kind comes up.
 fn any_kind(request_id: u64) -> Option<RequestKind> {
-    const KINDS: [RequestKind; 7] = [
-        RequestKind::Subscribe,
-        RequestKind::Fetch,
-        RequestKind::Publish,
-        RequestKind::PublishNamespace,
-        RequestKind::SubscribeNamespace,
-        RequestKind::TrackStatus,
-        RequestKind::SubscribeUpdate,
-    ];
-    Some(KINDS[(request_id % KINDS.len() as u64) as usize])
+    AnyRequests.kind_of(request_id)
 }
 
-fn any_namespace(_request_id: u64) -> Option<TrackNamespace> {
-    Some(TrackNamespace::from_path("fuzz/ns"))
+fn any_namespace(request_id: u64) -> Option<TrackNamespace> {
+    AnyRequests.namespace_of(request_id)
 }
 
-fn any_request_id(_namespace: &TrackNamespace, _announcer: Announcer) -> Option<u64> {
-    Some(7)
+fn any_request_id(namespace: &TrackNamespace, announcer: Announcer) -> Option<u64> {
+    AnyRequests.request_id_of(namespace, announcer)
 }
 
 fn check_draft16(data: &[u8]) {
@@ -77,7 +73,41 @@ fn check_draft16(data: &[u8]) {
     assert!(again.len() <= used);
 }
 
+fn check_codec(codec: &dyn Codec, channel: Channel, data: &[u8]) {
+    let decode = |bytes| codec.decode_control(bytes, channel, &AnyRequests);
+    let Ok((message, used)) = decode(data) else {
+        return;
+    };
+    assert!(used <= data.len());
+    assert_eq!(decode(&data[..used]).as_ref().map(|(m, _)| m), Ok(&message));
+
+    let mut again = Vec::new();
+    codec
+        .encode_control(&message, &AnyRequests, &mut again)
+        .unwrap_or_else(|err| {
+            panic!(
+                "decoded {} does not encode as draft-{}: {err}",
+                codec.message_name(&message),
+                codec.draft()
+            )
+        });
+    let (back, used_again) = decode(&again).expect("re-encoded message decodes");
+    assert_eq!(back, message);
+    assert_eq!(used_again, again.len());
+}
+
 fuzz_target!(|data: &[u8]| {
     check_draft14(data);
     check_draft16(data);
+    if let Some((&selector, message)) = data.split_first() {
+        let channel = channel(selector);
+        for codec in [
+            &draft14::CODEC as &dyn Codec,
+            &draft16::CODEC,
+            &draft20::CODEC,
+            &draft22::CODEC,
+        ] {
+            check_codec(codec, channel, message);
+        }
+    }
 });

@@ -239,6 +239,8 @@ pub(crate) enum Outbound {
         send: quinn::SendStream,
         stop: oneshot::Sender<()>,
     },
+    /// The request of this stream is over on the peer's side: finish ours.
+    Release(u64),
 }
 
 /// Our side of a request stream.
@@ -259,7 +261,7 @@ pub(crate) async fn write_control(
     conn: quinn::Connection,
     mut control: quinn::SendStream,
     codec: Codec,
-    mut rx: mpsc::Receiver<Outbound>,
+    (outbound_tx, mut rx): (mpsc::Sender<Outbound>, mpsc::Receiver<Outbound>),
     inbound: InboundSender,
 ) -> Result<(), SessionError> {
     // Control messages go before any object data.
@@ -277,6 +279,12 @@ pub(crate) async fn write_control(
                 streams.insert(request_id, RequestStream { send, stop });
                 continue;
             }
+            Outbound::Release(request_id) => {
+                if let Some(mut stream) = streams.remove(&request_id) {
+                    let _ = stream.send.finish();
+                }
+                continue;
+            }
         };
         match codec.wire.route(&msg, codec.book.as_ref()) {
             Route::Control => write(&mut control, &codec, &msg).await?,
@@ -286,6 +294,7 @@ pub(crate) async fn write_control(
                 let _ = send.set_priority(i32::MAX);
                 write(&mut send, &codec, &msg).await?;
                 let (stop, stopped) = oneshot::channel();
+                let peer_stop = stop_sending(&send);
                 streams.insert(request.request_id, RequestStream { send, stop });
                 let reader =
                     ControlReader::with_codec(recv, codec.clone(), Channel::Request(request));
@@ -293,6 +302,8 @@ pub(crate) async fn write_control(
                     reader,
                     request,
                     stopped,
+                    peer_stop,
+                    outbound_tx.clone(),
                     inbound.clone(),
                 ));
             }
@@ -343,25 +354,53 @@ pub(crate) async fn read_control(mut reader: ControlReader, inbound: InboundSend
     }
 }
 
+/// Resolves to the code of the peer's STOP_SENDING on `send`, or to `None` once that
+/// direction ended otherwise (finished and acknowledged, reset by us, or the connection
+/// gone).
+fn stop_sending(send: &quinn::SendStream) -> impl Future<Output = Option<quinn::VarInt>> + use<> {
+    let stopped = send.stopped();
+    async move { stopped.await.ok().flatten() }
+}
+
 /// Reads the rest of a request stream: its answers (ours) or its updates (the peer's), then
-/// what its end means.
+/// what its end means. Our side of the stream is finished when the request is over: at
+/// its end for ours, at a reset for the peer's (whose FIN only says no update follows).
+/// The peer may also cancel with STOP_SENDING on our side (`peer_stop`, from
+/// [`stop_sending`]): that is a reset too, whether or not its own side had ended.
 async fn read_request_stream(
     mut reader: ControlReader,
     request: StreamRequest,
     stopped: oneshot::Receiver<()>,
+    peer_stop: impl Future<Output = Option<quinn::VarInt>>,
+    outbound: mpsc::Sender<Outbound>,
     inbound: InboundSender,
 ) {
+    // Only our cancelling fires this; the writer dropping its end does not.
+    let stopped = async move {
+        if stopped.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
     let mut stopped = std::pin::pin!(stopped);
-    loop {
+    let mut peer_stop = std::pin::pin!(peer_stop);
+    let mut watching_peer = true;
+    let end = loop {
         let next = tokio::select! {
             next = reader.next() => next,
             // We cancelled the request: its answers are of no interest any more.
-            Ok(()) = &mut stopped => {
+            () = &mut stopped => {
                 let _ = reader.recv.stop(code(reset_code::CANCELLED));
                 return;
             }
+            stop = &mut peer_stop, if watching_peer => {
+                watching_peer = false;
+                match stop {
+                    Some(_) => break StreamEnd::Reset,
+                    None => continue,
+                }
+            }
         };
-        let end = match next {
+        match next {
             Ok(Some(msg)) => {
                 if inbound
                     .send(Ok(Inbound {
@@ -373,25 +412,32 @@ async fn read_request_stream(
                 {
                     return;
                 }
-                continue;
             }
-            Ok(None) => StreamEnd::Finished,
-            Err(SessionError::ControlClosed) => StreamEnd::Reset,
+            // A peer's request stays open on our side until we end it, and may still be
+            // cancelled with STOP_SENDING (moq-relay cancels a subscription so).
+            Ok(None) if !request.ours && watching_peer => match peer_stop.await {
+                Some(_) => break StreamEnd::Reset,
+                None => break StreamEnd::Finished,
+            },
+            Ok(None) => break StreamEnd::Finished,
+            Err(SessionError::ControlClosed) => break StreamEnd::Reset,
             Err(err) => {
                 let _ = inbound.send(Err(err)).await;
                 return;
             }
-        };
-        let codec = &reader.codec;
-        if let Some(msg) = codec.wire.stream_ended(request, end, codec.book.as_ref()) {
-            let _ = inbound
-                .send(Ok(Inbound {
-                    msg,
-                    ordered: false,
-                }))
-                .await;
         }
-        return;
+    };
+    if request.ours || end == StreamEnd::Reset {
+        let _ = outbound.send(Outbound::Release(request.request_id)).await;
+    }
+    let codec = &reader.codec;
+    if let Some(msg) = codec.wire.stream_ended(request, end, codec.book.as_ref()) {
+        let _ = inbound
+            .send(Ok(Inbound {
+                msg,
+                ordered: false,
+            }))
+            .await;
     }
 }
 
@@ -452,6 +498,7 @@ async fn read_new_request(
         ours: false,
     };
     let (stop, stopped) = oneshot::channel();
+    let peer_stop = stop_sending(&send);
     // Queued before the request reaches the session, so its answer finds the stream.
     if outbound
         .send(Outbound::Adopt {
@@ -475,5 +522,5 @@ async fn read_new_request(
         return;
     }
     reader.channel = Channel::Request(request);
-    read_request_stream(reader, request, stopped, inbound).await;
+    read_request_stream(reader, request, stopped, peer_stop, outbound, inbound).await;
 }

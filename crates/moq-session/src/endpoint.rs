@@ -260,9 +260,42 @@ pub async fn connect(
 ) -> Result<Session, SessionError> {
     let mut transport = transport_config(config.publish.is_none(), config.prompt_acks);
     config.congestion.configure(&mut transport);
-    let conn = connect_quic(url, trust, transport, config.versions).await?;
+    let conn = match connect_quic(url, trust, transport, config.versions).await {
+        Err(SessionError::Connection(err)) if no_common_alpn(&err) => {
+            return Err(no_common_draft(url, trust, config.versions).await);
+        }
+        conn => conn?,
+    };
     config.path.get_or_insert_with(|| url.path.clone());
     Session::client(conn, config).await
+}
+
+/// Whether a handshake failed for want of an ALPN both sides speak (TLS alert
+/// no_application_protocol, 120).
+fn no_common_alpn(err: &quinn::ConnectionError) -> bool {
+    const NO_APPLICATION_PROTOCOL: u8 = 120;
+    matches!(err, quinn::ConnectionError::ConnectionClosed(close)
+        if close.error_code == quinn_proto::TransportErrorCode::crypto(NO_APPLICATION_PROTOCOL))
+}
+
+/// How long one probe of the server's drafts may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The error for a server that speaks none of `ours`: which of the other drafts we know it
+/// does speak, learnt by offering each alone.
+async fn no_common_draft(url: &MoqUrl, trust: &Trust, ours: Versions) -> SessionError {
+    let mut theirs = Vec::new();
+    for version in ours.others() {
+        let probe = connect_quic(url, trust, transport_config(true, false), version.into());
+        if let Ok(Ok(conn)) = tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+            conn.close(quinn::VarInt::from_u32(0), b"probing drafts");
+            theirs.push(version);
+        }
+    }
+    SessionError::NoCommonDraft {
+        ours: ours.to_list_string(),
+        theirs: crate::version::list_string(&theirs),
+    }
 }
 
 /// Opens the QUIC connection of a MoQ session (ALPN `moq-00`) without running SETUP: for

@@ -26,6 +26,17 @@ pub enum SessionError {
     Protocol { code: u64, reason: String },
     #[error("the peer offered no supported version (we speak {ours:#x})")]
     VersionNegotiation { ours: u64 },
+    /// The TLS handshake found no MoQ Transport draft (ALPN) both sides speak.
+    #[error(
+        "no MoQ Transport draft in common: we allow {ours}, the server speaks {}",
+        if theirs.is_empty() { "none of the drafts we know" } else { theirs }
+    )]
+    NoCommonDraft {
+        /// Our drafts, e.g. "16,14".
+        ours: String,
+        /// The server's, as far as they are drafts we know ("" when none is).
+        theirs: String,
+    },
     #[error("the control stream closed")]
     ControlClosed,
     #[error("timed out {0}")]
@@ -82,7 +93,8 @@ impl SessionError {
             }
             SessionError::Resolve(_)
             | SessionError::Tls(_)
-            | SessionError::VersionNegotiation { .. } => true,
+            | SessionError::VersionNegotiation { .. }
+            | SessionError::NoCommonDraft { .. } => true,
             _ => false,
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use moq_wire::message::{
     self as wire, ControlMessage, DataStreamHeader, FetchHeader, FetchObjectHeader, FetchType,
-    GroupOrder, Location, ObjectStatus, Parameters,
+    FilterType, GroupOrder, Location, ObjectStatus, Parameters, TrackNamespace,
 };
 use tokio::sync::oneshot;
 
@@ -163,6 +163,98 @@ fn held(track: &TrackShared) -> (Vec<Arc<Group>>, Option<Location>, bool) {
     (groups, track.largest(), ended)
 }
 
+/// The range a Location Filter selects when evaluated as a fetch's, against the track's
+/// `largest` object: never beyond it. `None` when it selects nothing (it starts after the
+/// largest object).
+pub(crate) fn filter_range(filter: FilterType, largest: Location) -> Option<FetchRange> {
+    let to_largest = Location {
+        group: largest.group,
+        object: largest.object.saturating_add(1),
+    };
+    let (start, end) = match filter {
+        // Both start after the largest object.
+        FilterType::NextGroupStart | FilterType::LargestObject => return None,
+        FilterType::GroupsBack(back) => (
+            Location {
+                group: largest.group.saturating_sub(back),
+                object: 0,
+            },
+            to_largest,
+        ),
+        FilterType::AbsoluteStart(start) => (start, to_largest),
+        FilterType::AbsoluteRange { start, end_group } => (
+            start,
+            Location {
+                group: end_group,
+                object: 0,
+            },
+        ),
+        FilterType::AbsoluteObjectRange { start, end } => (
+            start,
+            Location {
+                group: end.group,
+                object: end.object.saturating_add(1),
+            },
+        ),
+    };
+    (start <= largest).then_some(FetchRange { start, end })
+}
+
+/// A range planned against what a track holds now, with the groups it will be served from.
+struct Planned {
+    groups: Vec<Arc<Group>>,
+    plan: FetchPlan,
+}
+
+/// Plans `range` of `track` in `order` (the publisher's, when the requester left it to it).
+fn plan_range(
+    track: &TrackShared,
+    range: FetchRange,
+    order: GroupOrder,
+) -> Result<Planned, Refusal> {
+    let (groups, largest, ended) = held(track);
+    let held_now: Vec<HeldGroup> = groups
+        .iter()
+        .map(|g| {
+            let (objects, closed) = g.read_from(0);
+            HeldGroup {
+                id: g.id,
+                objects: objects.len() as u64,
+                closed,
+            }
+        })
+        .collect();
+    let descending = match order {
+        GroupOrder::Publisher => track.delivery.group_order,
+        other => other,
+    } == GroupOrder::Descending;
+    let plan = plan(&held_now, largest, ended, range, descending)?;
+    Ok(Planned { groups, plan })
+}
+
+/// Serves `planned` on a new fetch stream whose header names `request_id`, until done or
+/// `cancel` fires (then the stream is reset); `then` runs once it is over either way.
+fn spawn_serve(
+    inner: &Arc<Inner>,
+    request_id: u64,
+    planned: Planned,
+    then: impl FnOnce(&Inner) + Send + 'static,
+) {
+    let (cancel_tx, cancel) = oneshot::channel();
+    lock(&inner.state).fetches.insert(request_id, cancel_tx);
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        // A write error means the peer stopped reading (STOP_SENDING) or left: nothing
+        // more to do for this answer either way.
+        tokio::select! {
+            _ = serve(&inner, request_id, &planned.groups, &planned.plan) => {}
+            _ = cancel => {}
+        }
+        lock(&inner.state).fetches.remove(&request_id);
+        then(&inner);
+    });
+}
+
 /// Answers the peer's FETCH: FETCH_OK and the objects on a new stream, or FETCH_ERROR.
 /// `joined`: for a joining FETCH, the joined subscription's track and announced largest
 /// location, if the request ID names one of ours.
@@ -179,36 +271,52 @@ pub(crate) fn fetch(
         }));
         inner.request_completed();
     };
+    let named = |namespace: &TrackNamespace, track_name: &[u8]| {
+        inner
+            .publish
+            .as_ref()
+            .filter(|b| b.namespace() == namespace)
+            .and_then(|b| b.track(track_name))
+            .ok_or_else(|| {
+                format!(
+                    "no track {:?} in {}",
+                    String::from_utf8_lossy(track_name),
+                    namespace.to_path()
+                )
+            })
+    };
     let (track, range) = match &msg.fetch_type {
         FetchType::Standalone {
             namespace,
             track_name,
             start,
             end,
-        } => {
-            let track = inner
-                .publish
-                .as_ref()
-                .filter(|b| b.namespace() == namespace)
-                .and_then(|b| b.track(track_name));
-            let Some(track) = track else {
-                return refuse(
-                    wire::fetch_error::TRACK_DOES_NOT_EXIST,
-                    format!(
-                        "no track {:?} in {}",
-                        String::from_utf8_lossy(track_name),
-                        namespace.to_path()
-                    ),
-                );
-            };
-            (
+        } => match named(namespace, track_name) {
+            Ok(track) => (
                 track,
                 FetchRange {
                     start: *start,
                     end: *end,
                 },
-            )
-        }
+            ),
+            Err(why) => return refuse(wire::fetch_error::TRACK_DOES_NOT_EXIST, why),
+        },
+        FetchType::Filtered {
+            namespace,
+            track_name,
+            filter,
+        } => match named(namespace, track_name) {
+            Ok(track) => match track.largest().and_then(|l| filter_range(*filter, l)) {
+                Some(range) => (track, range),
+                None => {
+                    return refuse(
+                        Refusal::InvalidRange.code(),
+                        "the range starts after the newest object".into(),
+                    );
+                }
+            },
+            Err(why) => return refuse(wire::fetch_error::TRACK_DOES_NOT_EXIST, why),
+        },
         FetchType::RelativeJoining(j) | FetchType::AbsoluteJoining(j) => {
             let Some((track, largest)) = joined else {
                 return refuse(
@@ -231,30 +339,8 @@ pub(crate) fn fetch(
             }
         }
     };
-    let (groups, largest, ended) = held(&track);
-    let held_now: Vec<HeldGroup> = groups
-        .iter()
-        .map(|g| {
-            let (objects, closed) = g.read_from(0);
-            HeldGroup {
-                id: g.id,
-                objects: objects.len() as u64,
-                closed,
-            }
-        })
-        .collect();
-    let group_order = match msg.group_order {
-        GroupOrder::Publisher => track.delivery.group_order,
-        other => other,
-    };
-    let plan = match plan(
-        &held_now,
-        largest,
-        ended,
-        range,
-        group_order == GroupOrder::Descending,
-    ) {
-        Ok(plan) => plan,
+    let planned = match plan_range(&track, range, msg.group_order) {
+        Ok(planned) => planned,
         Err(refusal) => {
             return refuse(
                 refusal.code(),
@@ -265,30 +351,65 @@ pub(crate) fn fetch(
             );
         }
     };
+    let group_order = match msg.group_order {
+        GroupOrder::Publisher => track.delivery.group_order,
+        other => other,
+    };
     inner.send(ControlMessage::FetchOk(wire::FetchOk {
         request_id: msg.request_id,
         group_order: match group_order {
             GroupOrder::Publisher => GroupOrder::Ascending,
             other => other,
         },
-        end_of_track: plan.end_of_track,
-        end_location: plan.end_location,
+        end_of_track: planned.plan.end_of_track,
+        end_location: planned.plan.end_location,
         params: Parameters::default(),
     }));
-    let (cancel_tx, cancel) = oneshot::channel();
-    lock(&inner.state).fetches.insert(msg.request_id, cancel_tx);
-    let inner = inner.clone();
-    tokio::spawn(async move {
-        let request_id = msg.request_id;
-        // A write error means the peer stopped reading (STOP_SENDING) or left: nothing
-        // more to do for this answer either way.
-        tokio::select! {
-            _ = serve(&inner, request_id, &groups, &plan) => {}
-            _ = cancel => {}
-        }
-        lock(&inner.state).fetches.remove(&request_id);
-        inner.request_completed();
-    });
+    spawn_serve(inner, msg.request_id, planned, Inner::request_completed);
+}
+
+/// Serves the fill of the peer's subscription `request_id` to `track`: the objects its
+/// `filter` selects up to `largest` (what SUBSCRIBE_OK announced), on a fetch stream whose
+/// header names the SUBSCRIBE. A fill that selects nothing opens no stream; one with nothing
+/// held any more is reset right after its header, which tells the peer it failed.
+pub(crate) fn fill(
+    inner: &Arc<Inner>,
+    request_id: u64,
+    track: &TrackShared,
+    filter: FilterType,
+    order: Option<GroupOrder>,
+    largest: Option<Location>,
+) {
+    let Some(range) = largest.and_then(|l| filter_range(filter, l)) else {
+        return;
+    };
+    let order = order.unwrap_or(GroupOrder::Ascending);
+    match plan_range(track, range, order) {
+        Ok(planned) => spawn_serve(inner, request_id, planned, |_| {}),
+        Err(_) => refuse_fill(inner, request_id),
+    }
+}
+
+/// Fails the fill of subscription `request_id`: its stream, reset right after the header.
+pub(crate) fn refuse_fill(inner: &Arc<Inner>, request_id: u64) {
+    tokio::spawn(fail_fill(inner.clone(), request_id));
+}
+
+async fn fail_fill(inner: Arc<Inner>, request_id: u64) {
+    let Ok(stream) = inner.conn.open_uni().await else {
+        return;
+    };
+    let mut stream = ResetOnDrop(Some(stream));
+    let mut header = Vec::new();
+    let fetch_header = DataStreamHeader::Fetch(FetchHeader { request_id });
+    if let Some(send) = stream.0.as_mut()
+        && inner
+            .codec
+            .encode_stream_header(&fetch_header, &mut header)
+            .is_ok()
+    {
+        let _ = send.write_all(&header).await;
+    }
 }
 
 /// Writes the objects of `plan` on a new unidirectional stream, then finishes it. Dropped

@@ -1,7 +1,9 @@
-//! MoQ Transport (draft-14) sessions over raw QUIC with quinn.
+//! MoQ Transport sessions over raw QUIC with quinn, on drafts 14, 16, 20 and 22.
 //!
-//! - [`Server`] accepts sessions and serves a [`Broadcast`]; [`connect`] opens one.
-//! - A [`Session`] runs the control stream; [`Session::subscribe`] returns a
+//! - [`Server`] accepts sessions and serves a [`Broadcast`]; [`connect`] opens one. The
+//!   draft is negotiated by ALPN ([`Versions`]); the session speaks the message model of
+//!   `moq_wire` through the draft's codec, and nothing else in it depends on the draft.
+//! - A [`Session`] runs the control streams (and, from draft-17 on, a stream per request); [`Session::subscribe`] returns a
 //!   [`Subscription`] yielding [`TrackEvent`]s; peers' SUBSCRIBEs are served from the
 //!   session's broadcast with one QUIC stream per group, at the group's priority, by the
 //!   I/O-free [`scheduler`] within the session's [`PublishLimits`].

@@ -18,6 +18,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 
 use crate::feed::TrackFeed;
+use crate::fetch;
 use crate::scheduler::{Action, NewSubscription, PublishLimits, Scheduler, StreamKey, Transmit};
 use crate::session::{Inner, REQUEST_WINDOW};
 use crate::track::{ActiveGuard, TrackShared, lock};
@@ -62,8 +63,9 @@ impl Publisher {
     }
 }
 
-/// Handles the peer's SUBSCRIBE.
-pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
+/// Handles the peer's SUBSCRIBE. `ordered`: it came on the control stream, after every
+/// message sent before it there (see [`after_the_earlier_one`] for one that did not).
+pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe, ordered: bool) {
     let refuse = |code: u64, reason: String| {
         inner.send(ControlMessage::SubscribeError(wire::SubscribeError {
             request_id: msg.request_id,
@@ -101,6 +103,11 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
     {
         let mut state = lock(&inner.state);
         if state.serves(&msg.track_name) {
+            if !ordered && state.deferred.insert(msg.request_id) {
+                drop(state);
+                tokio::spawn(after_the_earlier_one(inner.clone(), msg));
+                return;
+            }
             drop(state);
             // One copy of a track per session: more would only multiply the traffic.
             return refuse(
@@ -120,6 +127,15 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
                 group: largest.map_or(0, |l| l.group.saturating_add(1)),
                 object: 0,
             },
+            None,
+        ),
+        // A subscription whose fill brings the head of the current group starts right
+        // after it, where the draft says: the peer stitches the two halves together.
+        FilterType::LargestObject if msg.fill.is_some() && !new_group_coming => (
+            largest.map_or(Location::default(), |l| Location {
+                group: l.group,
+                object: l.object.saturating_add(1),
+            }),
             None,
         ),
         // The draft starts after the largest object; we start at the beginning of its
@@ -179,6 +195,23 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe) {
         largest,
         params: Parameters::default(),
     }));
+    // The subscription's fill (its joining FETCH, from draft-20 on). When a new group is
+    // on its way the subscription starts there, with nothing before it to fill.
+    if let Some(fill) = &msg.fill {
+        if new_group_coming && largest.is_some() {
+            fetch::refuse_fill(inner, msg.request_id);
+        } else {
+            let filter = fill.filter.unwrap_or(msg.filter);
+            fetch::fill(
+                inner,
+                msg.request_id,
+                &track,
+                filter,
+                fill.group_order,
+                largest,
+            );
+        }
+    }
     track.add_doorbell(&publisher.doorbell);
     let served = Served {
         request_id: msg.request_id,
@@ -198,12 +231,49 @@ pub(crate) fn new_group_requested(inner: &Inner, request_id: u64) {
     }
 }
 
+/// How long a SUBSCRIBE of a track already served, read on a request stream of its own,
+/// waits for that subscription's end before it is refused. A peer that cancels a
+/// subscription (resetting its stream) and subscribes again at once sends the two on
+/// different streams, which may be read in either order; they arrive within a round trip.
+const OVERTAKE_GRACE: Duration = Duration::from_millis(500);
+
+/// Subscribes `msg` once the subscription of the same track it may have overtaken has
+/// ended, or refuses it as a duplicate after [`OVERTAKE_GRACE`]; nothing if the peer
+/// cancelled it meanwhile.
+async fn after_the_earlier_one(inner: Arc<Inner>, msg: wire::Subscribe) {
+    let mut changed = inner.changed.subscribe();
+    let _ = tokio::time::timeout(OVERTAKE_GRACE, async {
+        while lock(&inner.state).serves(&msg.track_name) {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    if lock(&inner.state).deferred.remove(&msg.request_id) {
+        subscribe(&inner, msg, true);
+    }
+}
+
 /// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
 pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
-    // Only a subscription being served can be ended, once.
-    if !lock(&inner.state).stop_serving(request_id) {
-        return;
+    {
+        let mut state = lock(&inner.state);
+        // A SUBSCRIBE still waiting for an earlier one is dropped before it starts.
+        if state.deferred.remove(&request_id) {
+            drop(state);
+            inner.request_completed();
+            return;
+        }
+        // Only a subscription being served can be ended, once.
+        if !state.stop_serving(request_id) {
+            return;
+        }
+        // Its fill, if one is being served, is reset.
+        state.fetches.remove(&request_id);
     }
+    // A SUBSCRIBE of the same track may be waiting for this one to end.
+    inner.notify();
     if let Some(publisher) = inner.publisher.get() {
         publisher.command(inner, Command::Unsubscribe(request_id));
     }
@@ -311,6 +381,7 @@ async fn run(
                 } => {
                     served.remove(&request_id);
                     lock(&inner.state).stop_serving(request_id);
+                    inner.notify();
                     inner.send(ControlMessage::PublishDone(wire::PublishDone {
                         request_id,
                         status,

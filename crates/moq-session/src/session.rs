@@ -1,7 +1,7 @@
 //! One MoQ Transport session on one QUIC connection: setup, the control loop, request
 //! IDs, and dispatch to the publishing and subscribing halves.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -106,6 +106,9 @@ pub(crate) struct State {
     peer_ids: PeerRequestIds,
     /// Subscriptions of the peer being served: request ID → track name.
     served: HashMap<u64, Vec<u8>>,
+    /// SUBSCRIBEs of a track already served that wait for that subscription to end (see
+    /// [`publish::subscribe`]); one the peer cancels meanwhile is taken out.
+    pub deferred: HashSet<u64>,
     /// Served subscriptions a joining FETCH may name (filter Largest Object): their track
     /// and the largest location their SUBSCRIBE_OK announced.
     joinable: HashMap<u64, (Arc<TrackShared>, Option<Location>)>,
@@ -479,6 +482,7 @@ impl Session {
                 goaway: None,
                 peer_ids,
                 served: HashMap::new(),
+                deferred: HashSet::new(),
                 joinable: HashMap::new(),
                 fetches: HashMap::new(),
                 our_namespaces: HashMap::new(),
@@ -503,7 +507,7 @@ impl Session {
             conn.clone(),
             send,
             codec.clone(),
-            control_rx,
+            (control_tx.clone(), control_rx),
             inbound_tx.clone(),
         );
         let closer = conn.clone();
@@ -737,7 +741,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage, ordered: bool) -> Result<(), 
         // The peer subscribing to us.
         M::Subscribe(m) => {
             inner.accept_request_id(m.request_id, ordered)?;
-            publish::subscribe(inner, m);
+            publish::subscribe(inner, m, ordered);
         }
         M::SubscribeUpdate(m) => {
             inner.accept_request_id(m.request_id, ordered)?;
@@ -763,7 +767,7 @@ fn handle(inner: &Arc<Inner>, msg: ControlMessage, ordered: bool) -> Result<(), 
                         .get(&j.joining_request_id)
                         .cloned()
                 }
-                wire::FetchType::Standalone { .. } => None,
+                wire::FetchType::Standalone { .. } | wire::FetchType::Filtered { .. } => None,
             };
             fetch::fetch(inner, m, joined);
         }

@@ -294,6 +294,22 @@ pub(crate) fn publish_done(inner: &Arc<Inner>, msg: wire::PublishDone) {
     let Some(sub) = state.outgoing.get_mut(&msg.request_id) else {
         return;
     };
+    // Only the first end counts (a draft that ends a subscription with its stream may
+    // report the end of the stream after PUBLISH_DONE).
+    if sub.done.is_some() {
+        return;
+    }
+    // Ended before it was accepted: the SUBSCRIBE failed.
+    if let Some(reply) = sub.reply.take() {
+        state.outgoing.remove(&msg.request_id);
+        let _ = reply.send(Err(RequestError {
+            what: "SUBSCRIBE",
+            code: msg.status,
+            reason: msg.reason,
+        }
+        .into()));
+        return;
+    }
     sub.done = Some((msg.stream_count, msg.status, msg.reason));
     drop(state);
     finish_if_done(inner, msg.request_id, false);

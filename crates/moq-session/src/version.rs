@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use moq_wire::codec::Codec;
-use moq_wire::{draft14, draft16};
+use moq_wire::{draft14, draft16, draft20, draft22};
 
 /// A draft of MoQ Transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,17 +15,28 @@ pub enum Version {
     Draft14,
     /// draft-ietf-moq-transport-16, ALPN `moqt-16`.
     Draft16,
+    /// draft-ietf-moq-transport-20, ALPN `moqt-20`.
+    Draft20,
+    /// draft-ietf-moq-transport-22, ALPN `moqt-22`.
+    Draft22,
 }
 
 impl Version {
     /// Every draft spoken here, newest first.
-    pub const ALL: [Version; 2] = [Version::Draft16, Version::Draft14];
+    pub const ALL: [Version; 4] = [
+        Version::Draft22,
+        Version::Draft20,
+        Version::Draft16,
+        Version::Draft14,
+    ];
 
     /// The draft's wire form: the one place a session's draft decides anything.
     pub fn codec(self) -> &'static dyn Codec {
         match self {
             Version::Draft14 => &draft14::CODEC,
             Version::Draft16 => &draft16::CODEC,
+            Version::Draft20 => &draft20::CODEC,
+            Version::Draft22 => &draft22::CODEC,
         }
     }
 
@@ -42,7 +53,7 @@ impl Version {
         self.codec().version()
     }
 
-    /// The draft's number: 14, 16.
+    /// The draft's number: 14, 16, 20, 22.
     pub fn draft(self) -> u32 {
         self.codec().draft()
     }
@@ -55,7 +66,7 @@ impl fmt::Display for Version {
 }
 
 /// [`Versions::default`] as the elements' `versions` property spells it.
-pub const DEFAULT_VERSIONS: &str = "14";
+pub const DEFAULT_VERSIONS: &str = "22,20,16,14";
 
 /// The drafts an endpoint allows, in order of preference: parsed from draft numbers
 /// separated by commas (`"16,14"`, `"14"`).
@@ -77,8 +88,15 @@ impl Versions {
 
     /// The draft numbers, as the property shows them (`"16,14"`).
     pub fn to_list_string(&self) -> String {
-        let numbers: Vec<String> = self.list().iter().map(|v| v.draft().to_string()).collect();
-        numbers.join(",")
+        list_string(self.list())
+    }
+
+    /// Every draft spoken here that this list leaves out.
+    pub fn others(&self) -> Vec<Version> {
+        Version::ALL
+            .into_iter()
+            .filter(|v| !self.list().contains(v))
+            .collect()
     }
 
     fn push(&mut self, version: Version) {
@@ -89,11 +107,14 @@ impl Versions {
     }
 }
 
-/// Draft-14 only: draft-16 is opted into (`"16,14"`) until it has the record draft-14 has
-/// here (a relay offered both picks by its own order: moq-relay 0.17 takes draft-16).
+/// Every draft, newest first: the newest passes the whole relay suite against moq-relay
+/// 0.17.10 (pipelines/interop.sh), which picks it when offered all; a peer that lacks it
+/// picks an older one.
 impl Default for Versions {
     fn default() -> Versions {
-        Version::Draft14.into()
+        let mut versions: Versions = Version::ALL[0].into();
+        Version::ALL.into_iter().for_each(|v| versions.push(v));
+        versions
     }
 }
 
@@ -116,15 +137,29 @@ impl FromStr for Versions {
                 .into_iter()
                 .find(|v| v.draft().to_string() == item)
                 .ok_or_else(|| {
-                    format!("unknown MoQ Transport draft {item:?} (supported: 16, 14)")
+                    format!(
+                        "unknown MoQ Transport draft {item:?} (supported: {})",
+                        supported()
+                    )
                 })?;
             match &mut list {
                 Some(list) => list.push(version),
                 None => list = Some(version.into()),
             }
         }
-        list.ok_or_else(|| "no MoQ Transport draft given (supported: 16, 14)".into())
+        list.ok_or_else(|| format!("no MoQ Transport draft given (supported: {})", supported()))
     }
+}
+
+/// Draft numbers separated by commas.
+pub(crate) fn list_string(versions: &[Version]) -> String {
+    let numbers: Vec<String> = versions.iter().map(|v| v.draft().to_string()).collect();
+    numbers.join(",")
+}
+
+/// The drafts spoken here, as an error message lists them.
+fn supported() -> String {
+    list_string(&Version::ALL).replace(',', ", ")
 }
 
 /// The draft a finished handshake agreed on (its ALPN).

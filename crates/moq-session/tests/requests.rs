@@ -1,47 +1,47 @@
 //! Requests made at once from several tasks of one session. The peer requires request IDs
 //! in increasing order and closes a session that skips one, so each request must reach
 //! the control stream in the order its ID was allocated, however the tasks interleave.
+//! And a subscription cancelled and made again at once, which drafts with request streams
+//! send on two streams the publisher may read in either order.
 //!
 //! Loopback only, a port picked by the OS, a timeout on every wait.
 
-use std::time::Duration;
-
-use moq_session::tls::{ServerIdentity, Trust};
+use common::{Raw20, Served, WAIT, serve};
 use moq_session::{
-    Broadcast, MoqUrl, Server, ServerLimits, SessionConfig, SubscribeOptions, TrackDelivery,
+    FilterType, GroupOrder, Session, SessionConfig, SubscribeOptions, TrackNamespace, Versions,
     connect, parse_namespace,
 };
-use tokio::sync::mpsc;
+use moq_wire::codec::RequestKind;
+use moq_wire::message::{ControlMessage, Parameters, Subscribe};
+
+#[allow(dead_code)] // What only other test files use.
+mod common;
 
 const TRACKS: usize = 12;
 const ROUNDS: usize = 20;
-const WAIT: Duration = Duration::from_secs(10);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_subscribes_from_many_tasks_keep_the_session_open() {
-    let identity = ServerIdentity::self_signed(&["localhost".to_string()]).unwrap();
-    let namespace = parse_namespace("live").unwrap();
-    let broadcast = Broadcast::new(namespace.clone());
-    let names: Vec<String> = (0..TRACKS).map(|i| format!("track-{i}")).collect();
-    let _tracks: Vec<_> = names
-        .iter()
-        .map(|name| broadcast.create_track(name, TrackDelivery::default()))
-        .collect();
-    let (events, _events_rx) = mpsc::channel(64);
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        &identity,
-        broadcast,
-        ServerLimits::default(),
-        events,
-    )
-    .unwrap();
-    let url = MoqUrl::parse(&format!("moqt://{}/live", server.local_addr())).unwrap();
-    let trust = Trust::Fingerprint(identity.fingerprint());
-    let session = tokio::time::timeout(WAIT, connect(&url, &trust, SessionConfig::default()))
+/// [`serve`], and a session to the server on `versions`.
+async fn serve_and_connect(
+    names: &[&str],
+    versions: Versions,
+) -> (Session, Served, TrackNamespace) {
+    let served = serve(names);
+    let config = SessionConfig {
+        versions,
+        ..SessionConfig::default()
+    };
+    let session = tokio::time::timeout(WAIT, connect(&served.url, &served.trust, config))
         .await
         .expect("connect in time")
         .expect("connect");
+    (session, served, parse_namespace("live").unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_subscribes_from_many_tasks_keep_the_session_open() {
+    let names: Vec<String> = (0..TRACKS).map(|i| format!("track-{i}")).collect();
+    let tracks: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (session, _server, namespace) = serve_and_connect(&tracks, Versions::default()).await;
 
     for round in 0..ROUNDS {
         let tasks: Vec<_> = names
@@ -78,4 +78,68 @@ async fn concurrent_subscribes_from_many_tasks_keep_the_session_open() {
         "the session closed: {:?}",
         session.close_reason()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_track_unsubscribed_and_subscribed_again_at_once_is_served_on_every_draft() {
+    let names = ["video"];
+    for draft in ["14", "16", "20", "22"] {
+        let (session, _server, namespace) = serve_and_connect(&names, draft.parse().unwrap()).await;
+        for round in 0..ROUNDS {
+            let subscription = tokio::time::timeout(
+                WAIT,
+                session.subscribe(namespace.clone(), "video", SubscribeOptions::default()),
+            )
+            .await
+            .expect("subscribe in time")
+            .unwrap_or_else(|err| panic!("draft-{draft}, round {round}: {err}"));
+            drop(subscription);
+        }
+        assert!(
+            session.close_reason().is_none(),
+            "draft-{draft}: the session closed: {:?}",
+            session.close_reason()
+        );
+    }
+}
+
+/// A subscriber of a draft with request streams that cancels as moq-relay does, with
+/// STOP_SENDING on the publisher's side of the request stream and a FIN on its own, then
+/// subscribes to the same track again at once: the cancel ends the subscription, and the
+/// new one is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_cancelled_with_stop_sending_ends_and_the_track_is_served_again() {
+    let served = serve(&["video"]);
+    for draft in ["20", "22"] {
+        let peer = Raw20::connect(&served.url, &served.trust, draft).await;
+        for round in 0..ROUNDS as u64 {
+            let request_id = 2 * round;
+            let subscribe = Subscribe {
+                request_id,
+                namespace: parse_namespace("live").unwrap(),
+                track_name: b"video".to_vec(),
+                subscriber_priority: 128,
+                group_order: GroupOrder::Publisher,
+                forward: true,
+                filter: FilterType::LargestObject,
+                params: Parameters::new(),
+                fill: None,
+            };
+            let (mut send, mut recv) = peer.request(&ControlMessage::Subscribe(subscribe)).await;
+            let reply = peer
+                .answer(&mut recv, request_id, RequestKind::Subscribe)
+                .await;
+            assert!(
+                matches!(reply, ControlMessage::SubscribeOk(_)),
+                "draft-{draft}, round {round}: {reply:?}"
+            );
+            recv.stop(quinn::VarInt::from_u32(1)).unwrap();
+            send.finish().unwrap();
+        }
+        assert!(
+            peer.conn.close_reason().is_none(),
+            "draft-{draft}: {:?}",
+            peer.conn.close_reason()
+        );
+    }
 }

@@ -6,8 +6,8 @@
 //!
 //! Version-independent pieces live at the top level ([`varint`], [`DecodeError`],
 //! [`EncodeError`]); everything that a draft may change lives in a module per draft, chosen at
-//! run time (by ALPN). [`message`] defines the message model; [`draft14`] and [`draft16`] read
-//! and write it as their drafts' bytes, so a session keeps one vocabulary whichever draft it
+//! run time (by ALPN). [`message`] defines the message model; [`draft14`], [`draft16`],
+//! [`draft20`] and [`draft22`] read and write it as their drafts' bytes, so a session keeps one vocabulary whichever draft it
 //! speaks. [`codec`] is the seam a session uses: one [`codec::Codec`] per draft, which says
 //! how each message travels as well as how it is written.
 //!
@@ -25,6 +25,8 @@ pub mod codec;
 mod cursor;
 pub mod draft14;
 pub mod draft16;
+pub mod draft20;
+pub mod draft22;
 mod error;
 pub mod message;
 pub mod varint;

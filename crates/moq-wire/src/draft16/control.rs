@@ -17,14 +17,17 @@ use crate::message::{
     Subscribe, SubscribeError, SubscribeNamespace, SubscribeOk, SubscribeUpdate, TrackNamespace,
     Value, setup_param,
 };
-use crate::{DecodeError, EncodeError, varint};
+use crate::{DecodeError, EncodeError};
 
 use super::codes::{
     extension, param, publish_done_from_draft14, publish_done_to_draft14,
     request_error_from_draft14, request_error_to_draft14,
 };
-use super::kvp::{bytes_of, has_repeat, int_of, read_block, read_list, write_block, write_list};
+use super::kvp::{
+    bytes_of, has_repeat, int_of, read_block_in, read_list, write_block_in, write_list,
+};
 use super::{DEFAULT_SUBSCRIBER_PRIORITY, VERSION};
+use crate::varint::{Form, Quic};
 
 /// Draft-16 message type codes.
 mod code {
@@ -501,7 +504,15 @@ fn check_extension(pair: &KeyValuePair) -> Result<(), DecodeError> {
 /// from a neighbour, so without the ones the model does not keep (the group order) they could
 /// not be written again.
 fn read_track_extensions(buf: &mut &[u8]) -> Result<(GroupOrder, Vec<KeyValuePair>), DecodeError> {
-    let mut pairs = read_block(buf)?;
+    read_track_extensions_in::<Quic>(buf)
+}
+
+/// [`read_track_extensions`] with the integer form `F` (draft-20's Track Properties are the
+/// same block).
+pub(crate) fn read_track_extensions_in<F: Form>(
+    buf: &mut &[u8],
+) -> Result<(GroupOrder, Vec<KeyValuePair>), DecodeError> {
+    let mut pairs = read_block_in::<F>(buf)?;
     *buf = &[];
     if has_repeat(&pairs, &SINGLE_EXTENSIONS) {
         return Err(DecodeError::ProtocolViolation("track extension repeated"));
@@ -510,14 +521,21 @@ fn read_track_extensions(buf: &mut &[u8]) -> Result<(GroupOrder, Vec<KeyValuePai
     let group_order = int_of(&pairs, extension::DEFAULT_PUBLISHER_GROUP_ORDER)
         .and_then(order_from)
         .unwrap_or(GroupOrder::Ascending);
-    pairs.retain(|p| {
-        p.key != extension::DEFAULT_PUBLISHER_GROUP_ORDER && p.key <= varint::MAX_VARINT
-    });
+    pairs.retain(|p| p.key != extension::DEFAULT_PUBLISHER_GROUP_ORDER && p.key <= F::MAX);
     Ok((group_order, pairs))
 }
 
 /// Writes track extensions: `group_order` (left out when ascending) and `extensions`.
 fn write_track_extensions(
+    group_order: GroupOrder,
+    extensions: &[KeyValuePair],
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    write_track_extensions_in::<Quic>(group_order, extensions, out)
+}
+
+/// [`write_track_extensions`] with the integer form `F`.
+pub(crate) fn write_track_extensions_in<F: Form>(
     group_order: GroupOrder,
     extensions: &[KeyValuePair],
     out: &mut Vec<u8>,
@@ -549,7 +567,7 @@ fn write_track_extensions(
             GroupOrder::Descending as u64,
         ));
     }
-    write_block(&all, out)
+    write_block_in::<F>(&all, out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,14 +18,50 @@
 //! instead of panicking.
 
 use crate::cursor::{read_u8, take};
-use crate::message::common::{get, put};
 use crate::message::{
     DataStreamHeader, DatagramHeader, FetchHeader, FetchObjectHeader, Location, ObjectStatus,
     SubgroupHeader, SubgroupId, SubgroupObjectHeader,
 };
+use crate::varint::{Form, Quic};
 use crate::{DecodeError, EncodeError, varint};
 
-use super::kvp::read_block;
+use super::kvp::read_block_in;
+
+/// What sets apart the data planes of the drafts that share draft-16's design.
+pub(crate) trait DataForm {
+    /// The integers.
+    type Int: Form;
+    /// The largest ID the integers carry.
+    const MAX_ID: u64;
+    /// Subgroup header type bits draft-16 does not have (draft-20's FIRST_OBJECT).
+    const MORE_SUBGROUP_BITS: u64;
+    /// Whether fetch streams may carry an End of Timed-Out Range (draft-20).
+    const TIMED_OUT_RANGE: bool;
+    /// Refusal of the "does not exist" status, which these drafts dropped.
+    const NO_DOES_NOT_EXIST: &'static str;
+    /// Refusal of an extension block that is not Key-Value-Pairs of the draft.
+    const NOT_PAIRS: &'static str;
+}
+
+/// Draft-16's data plane.
+pub(crate) struct D16;
+
+impl DataForm for D16 {
+    type Int = Quic;
+    const MAX_ID: u64 = varint::MAX_VARINT;
+    const MORE_SUBGROUP_BITS: u64 = 0;
+    const TIMED_OUT_RANGE: bool = false;
+    const NO_DOES_NOT_EXIST: &'static str = "draft-16 has no 'does not exist' object status";
+    const NOT_PAIRS: &'static str = "extension block is not draft-16 Key-Value-Pairs";
+}
+
+fn get<D: DataForm>(buf: &mut &[u8]) -> Result<u64, DecodeError> {
+    D::Int::get(buf)
+}
+
+fn put<D: DataForm>(v: u64, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    D::Int::put(v, out)
+}
 
 const FETCH_HEADER: u64 = 0x05;
 
@@ -36,9 +72,9 @@ const FIRST_OBJECT_ID_BIT: u64 = 0x02;
 const END_OF_GROUP_BIT: u64 = 0x08;
 const DEFAULT_PRIORITY_BIT: u64 = 0x20;
 
-/// Writes varints one after another.
-fn put_all(values: &[u64], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    values.iter().try_for_each(|&v| put(v, out))
+/// Writes integers one after another.
+fn put_all<D: DataForm>(values: &[u64], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    values.iter().try_for_each(|&v| put::<D>(v, out))
 }
 
 /// Runs `write`, leaving `out` as it was if it fails.
@@ -65,13 +101,8 @@ pub fn subgroup_stream_type(header: &SubgroupHeader, priority_omitted: bool) -> 
         }
 }
 
-/// Appends a stream header, stream type included.
-///
-/// A subgroup header leaves its priority byte out (type 0x30..=0x3D) when `default_priority`
-/// is `Some` and equal to the header's priority: pass the track's default publisher priority
-/// as the peer knows it (128 unless the track announced another), or `None` to always send
-/// the byte.
-pub fn encode_data_stream_header(
+/// [`encode_data_stream_header`] in the form `D`.
+pub(crate) fn encode_data_stream_header_in<D: DataForm>(
     header: &DataStreamHeader,
     default_priority: Option<u8>,
     out: &mut Vec<u8>,
@@ -79,62 +110,67 @@ pub fn encode_data_stream_header(
     atomically(out, |out| match header {
         DataStreamHeader::Subgroup(h) => {
             let omitted = default_priority == Some(h.publisher_priority);
-            put_all(
+            put_all::<D>(
                 &[subgroup_stream_type(h, omitted), h.track_alias, h.group_id],
                 out,
             )?;
             if let SubgroupId::Explicit(id) = h.subgroup_id {
-                put(id, out)?;
+                put::<D>(id, out)?;
             }
             if !omitted {
                 out.push(h.publisher_priority);
             }
             Ok(())
         }
-        DataStreamHeader::Fetch(h) => put_all(&[FETCH_HEADER, h.request_id], out),
+        DataStreamHeader::Fetch(h) => put_all::<D>(&[FETCH_HEADER, h.request_id], out),
     })
 }
 
-/// Decodes the header at the start of a unidirectional stream, returning it and the bytes
-/// used.
-///
-/// A subgroup header without a priority byte (type 0x30..=0x3D) gets
-/// `default_priority(track_alias)`: the default publisher priority of that track (128 when
-/// the track announced none, or when the caller does not track it).
-pub fn decode_data_stream_header(
+/// [`decode_data_stream_header`] in the form `D`.
+pub(crate) fn decode_data_stream_header_in<D: DataForm>(
     buf: &[u8],
     default_priority: &dyn Fn(u64) -> u8,
 ) -> Result<(DataStreamHeader, usize), DecodeError> {
     let mut rest = buf;
-    let stream_type = get(&mut rest)?;
+    let stream_type = get::<D>(&mut rest)?;
     let header = match stream_type {
         FETCH_HEADER => DataStreamHeader::Fetch(FetchHeader {
-            request_id: get(&mut rest)?,
+            request_id: get::<D>(&mut rest)?,
         }),
-        // Mode 0b11 of the subgroup ID bits is reserved.
-        0x10..=0x1D | 0x30..=0x3D if stream_type & SUBGROUP_MODE_MASK != SUBGROUP_MODE_MASK => {
-            DataStreamHeader::Subgroup(read_subgroup_header(
-                stream_type,
-                &mut rest,
-                default_priority,
-            )?)
-        }
+        stream_type if is_subgroup_type::<D>(stream_type) => DataStreamHeader::Subgroup(
+            read_subgroup_header::<D>(stream_type, &mut rest, default_priority)?,
+        ),
         _ => return Err(DecodeError::UnknownStreamType(stream_type)),
     };
     Ok((header, buf.len() - rest.len()))
 }
 
-fn read_subgroup_header(
+/// Whether `stream_type` names a subgroup header in `D`'s form: bit 4 set, no bit the form
+/// does not define, and not the reserved subgroup ID mode 0b11.
+fn is_subgroup_type<D: DataForm>(stream_type: u64) -> bool {
+    const SUBGROUP_BIT: u64 = 0x10;
+    let defined = SUBGROUP_BIT
+        | EXTENSIONS_BIT
+        | SUBGROUP_MODE_MASK
+        | END_OF_GROUP_BIT
+        | DEFAULT_PRIORITY_BIT
+        | D::MORE_SUBGROUP_BITS;
+    stream_type & SUBGROUP_BIT != 0
+        && stream_type & !defined == 0
+        && stream_type & SUBGROUP_MODE_MASK != SUBGROUP_MODE_MASK
+}
+
+fn read_subgroup_header<D: DataForm>(
     stream_type: u64,
     buf: &mut &[u8],
     default_priority: &dyn Fn(u64) -> u8,
 ) -> Result<SubgroupHeader, DecodeError> {
-    let track_alias = get(buf)?;
-    let group_id = get(buf)?;
+    let track_alias = get::<D>(buf)?;
+    let group_id = get::<D>(buf)?;
     let subgroup_id = match stream_type & SUBGROUP_MODE_MASK {
         0 => SubgroupId::Zero,
         FIRST_OBJECT_ID_BIT => SubgroupId::FirstObjectId,
-        _ => SubgroupId::Explicit(get(buf)?),
+        _ => SubgroupId::Explicit(get::<D>(buf)?),
     };
     let publisher_priority = if stream_type & DEFAULT_PRIORITY_BIT != 0 {
         default_priority(track_alias)
@@ -155,10 +191,9 @@ fn read_subgroup_header(
 // Objects on subgroup streams
 
 const NOT_NORMAL_WITH_EXTENSIONS: &str = "extension headers on an object that is not Normal";
-const NO_DOES_NOT_EXIST: &str = "draft-16 has no 'does not exist' object status";
 
-fn read_status(buf: &mut &[u8]) -> Result<ObjectStatus, DecodeError> {
-    match get(buf)? {
+fn read_status<D: DataForm>(buf: &mut &[u8]) -> Result<ObjectStatus, DecodeError> {
+    match get::<D>(buf)? {
         0 => Ok(ObjectStatus::Normal),
         3 => Ok(ObjectStatus::EndOfGroup),
         4 => Ok(ObjectStatus::EndOfTrack),
@@ -167,23 +202,22 @@ fn read_status(buf: &mut &[u8]) -> Result<ObjectStatus, DecodeError> {
 }
 
 /// Reads a length-prefixed extension block, checking that it parses as draft-16 pairs.
-fn read_extensions(buf: &mut &[u8]) -> Result<Vec<u8>, DecodeError> {
-    let len = get(buf)?;
+fn read_extensions<D: DataForm>(buf: &mut &[u8]) -> Result<Vec<u8>, DecodeError> {
+    let len = get::<D>(buf)?;
     let block = take(buf, len)?;
-    read_block(block)?;
+    read_block_in::<D::Int>(block)?;
     Ok(block.to_vec())
 }
 
-fn write_extensions(block: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    read_block(block)
-        .map_err(|_| EncodeError::Invalid("extension block is not draft-16 Key-Value-Pairs"))?;
-    put(block.len() as u64, out)?;
+fn write_extensions<D: DataForm>(block: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    read_block_in::<D::Int>(block).map_err(|_| EncodeError::Invalid(D::NOT_PAIRS))?;
+    put::<D>(block.len() as u64, out)?;
     out.extend_from_slice(block);
     Ok(())
 }
 
 /// Writes the payload length and, for an empty payload, the status.
-fn write_length_and_status(
+fn write_length_and_status<D: DataForm>(
     payload_len: u64,
     status: ObjectStatus,
     extensions: &[u8],
@@ -192,7 +226,7 @@ fn write_length_and_status(
     if status != ObjectStatus::Normal && !extensions.is_empty() {
         return Err(EncodeError::Invalid(NOT_NORMAL_WITH_EXTENSIONS));
     }
-    put(payload_len, out)?;
+    put::<D>(payload_len, out)?;
     if payload_len != 0 {
         if status != ObjectStatus::Normal {
             return Err(EncodeError::Invalid("only empty objects carry a status"));
@@ -200,48 +234,45 @@ fn write_length_and_status(
         return Ok(());
     }
     match status {
-        ObjectStatus::DoesNotExist => Err(EncodeError::Invalid(NO_DOES_NOT_EXIST)),
-        status => put(status as u64, out),
+        ObjectStatus::DoesNotExist => Err(EncodeError::Invalid(D::NO_DOES_NOT_EXIST)),
+        status => put::<D>(status as u64, out),
     }
 }
 
-/// Appends the header of an object on a subgroup stream; `extensions_present` comes from the
-/// stream's [`SubgroupHeader`]. `header.extensions` must be a draft-16 block.
-pub fn encode_subgroup_object(
+/// [`encode_subgroup_object`] in the form `D`.
+pub(crate) fn encode_subgroup_object_in<D: DataForm>(
     header: &SubgroupObjectHeader,
     extensions_present: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     atomically(out, |out| {
-        put(header.object_id_delta, out)?;
+        put::<D>(header.object_id_delta, out)?;
         if extensions_present {
-            write_extensions(&header.extensions, out)?;
+            write_extensions::<D>(&header.extensions, out)?;
         } else if !header.extensions.is_empty() {
             return Err(EncodeError::Invalid(
                 "extensions on a subgroup stream without extensions",
             ));
         }
-        write_length_and_status(header.payload_len, header.status, &header.extensions, out)
+        write_length_and_status::<D>(header.payload_len, header.status, &header.extensions, out)
     })
 }
 
-/// Decodes the header of an object on a subgroup stream, returning it and the bytes used;
-/// the next `payload_len` bytes of the stream are the payload. Object IDs follow from the
-/// deltas as in draft-14 ([`SubgroupObjectHeader::object_id`]).
-pub fn decode_subgroup_object(
+/// [`decode_subgroup_object`] in the form `D`.
+pub(crate) fn decode_subgroup_object_in<D: DataForm>(
     buf: &[u8],
     extensions_present: bool,
 ) -> Result<(SubgroupObjectHeader, usize), DecodeError> {
     let mut rest = buf;
-    let object_id_delta = get(&mut rest)?;
+    let object_id_delta = get::<D>(&mut rest)?;
     let extensions = if extensions_present {
-        read_extensions(&mut rest)?
+        read_extensions::<D>(&mut rest)?
     } else {
         Vec::new()
     };
-    let payload_len = get(&mut rest)?;
+    let payload_len = get::<D>(&mut rest)?;
     let status = if payload_len == 0 {
-        read_status(&mut rest)?
+        read_status::<D>(&mut rest)?
     } else {
         ObjectStatus::Normal
     };
@@ -275,16 +306,17 @@ const FLAG_DATAGRAM: u64 = 0x40;
 const FLAGS_END: u64 = 0x80;
 const END_OF_NON_EXISTENT_RANGE: u64 = 0x8C;
 const END_OF_UNKNOWN_RANGE: u64 = 0x10C;
+const END_OF_TIMED_OUT_RANGE: u64 = 0x20C;
 
 const NO_PRIOR: &str = "fetch object refers to a prior object that is not there";
 const OUT_OF_RANGE: &str = "fetch object ID out of range";
 
-/// One entry on a draft-16 fetch stream.
+/// One entry on a fetch stream of draft-16 or later.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum FetchObject {
     /// An object; `header.payload_len` bytes of payload follow. `header.status` is always
-    /// [`ObjectStatus::Normal`] (draft-16 fetch objects carry no status; an empty payload is
-    /// an empty Normal object) and `header.extensions` is a draft-16 block.
+    /// [`ObjectStatus::Normal`] (these fetch objects carry no status; an empty payload is an
+    /// empty Normal object) and `header.extensions` is a block of the draft.
     Object {
         header: FetchObjectHeader,
         /// The object was published as a datagram and has no subgroup: as in draft-14,
@@ -298,6 +330,9 @@ pub enum FetchObject {
     /// The publisher does not know which objects exist after the previous entry up to and
     /// including `end`.
     UnknownRange { end: Location },
+    /// The publisher gave up waiting for the objects after the previous entry up to and
+    /// including `end` (draft-20's FILL_TIMEOUT ran out; draft-16 has no such entry).
+    TimedOutRange { end: Location },
 }
 
 impl FetchObject {
@@ -323,7 +358,7 @@ impl FetchObject {
 
 /// What the next fetch object may refer back to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Prior {
+pub(crate) struct Prior {
     /// Group and object of the previous entry, object or range end.
     location: Option<Location>,
     /// Subgroup of the last object; `None` before the first object or after a datagram
@@ -341,7 +376,9 @@ impl Prior {
                 subgroup: (!datagram).then_some(header.subgroup_id),
                 priority: Some(header.publisher_priority),
             },
-            FetchObject::NonExistentRange { end } | FetchObject::UnknownRange { end } => Self {
+            FetchObject::NonExistentRange { end }
+            | FetchObject::UnknownRange { end }
+            | FetchObject::TimedOutRange { end } => Self {
                 location: Some(*end),
                 ..self
             },
@@ -349,20 +386,76 @@ impl Prior {
     }
 
     /// The object ID one past the previous entry's.
-    fn next_object(self) -> Option<u64> {
+    fn next_object<D: DataForm>(self) -> Option<u64> {
         let id = self.location?.object.checked_add(1)?;
-        (id <= varint::MAX_VARINT).then_some(id)
+        (id <= D::MAX_ID).then_some(id)
     }
 
     /// The subgroup ID one past the last object's.
-    fn next_subgroup(self) -> Option<u64> {
+    fn next_subgroup<D: DataForm>(self) -> Option<u64> {
         let id = self.subgroup?.checked_add(1)?;
-        (id <= varint::MAX_VARINT).then_some(id)
+        (id <= D::MAX_ID).then_some(id)
+    }
+
+    /// Decodes the entry after this one, in `D`'s form; see [`FetchObjectReader::decode`].
+    pub(crate) fn decode<D: DataForm>(
+        &mut self,
+        buf: &[u8],
+    ) -> Result<(FetchObject, usize), DecodeError> {
+        let mut rest = buf;
+        let flags = get::<D>(&mut rest)?;
+        let entry = match flags {
+            END_OF_NON_EXISTENT_RANGE => FetchObject::NonExistentRange {
+                end: read_location::<D>(&mut rest)?,
+            },
+            END_OF_UNKNOWN_RANGE => FetchObject::UnknownRange {
+                end: read_location::<D>(&mut rest)?,
+            },
+            END_OF_TIMED_OUT_RANGE if D::TIMED_OUT_RANGE => FetchObject::TimedOutRange {
+                end: read_location::<D>(&mut rest)?,
+            },
+            flags if flags < FLAGS_END => read_fetch_object::<D>(flags, &mut rest, *self)?,
+            _ => {
+                return Err(DecodeError::ProtocolViolation(
+                    "unknown fetch object serialization flags",
+                ));
+            }
+        };
+        *self = self.after(&entry);
+        Ok((entry, buf.len() - rest.len()))
+    }
+
+    /// Appends the entry after this one, in `D`'s form; see [`FetchObjectWriter::encode`].
+    pub(crate) fn encode<D: DataForm>(
+        &mut self,
+        entry: &FetchObject,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let prior = *self;
+        atomically(out, |out| match entry {
+            FetchObject::Object { header, datagram } => {
+                write_fetch_object::<D>(header, *datagram, prior, out)
+            }
+            FetchObject::NonExistentRange { end } => {
+                put_all::<D>(&[END_OF_NON_EXISTENT_RANGE, end.group, end.object], out)
+            }
+            FetchObject::UnknownRange { end } => {
+                put_all::<D>(&[END_OF_UNKNOWN_RANGE, end.group, end.object], out)
+            }
+            FetchObject::TimedOutRange { end } if D::TIMED_OUT_RANGE => {
+                put_all::<D>(&[END_OF_TIMED_OUT_RANGE, end.group, end.object], out)
+            }
+            FetchObject::TimedOutRange { .. } => Err(EncodeError::Invalid(
+                "the draft has no End of Timed-Out Range",
+            )),
+        })?;
+        *self = self.after(entry);
+        Ok(())
     }
 }
 
-/// Reads the objects of one fetch stream (after its [`FetchHeader`]), remembering what the
-/// next object may refer back to. Use one reader per stream.
+/// Reads the objects of one draft-16 fetch stream (after its [`FetchHeader`]), remembering
+/// what the next object may refer back to. Use one reader per stream.
 #[derive(Debug, Clone, Default)]
 pub struct FetchObjectReader {
     prior: Prior,
@@ -380,32 +473,15 @@ impl FetchObjectReader {
     /// An End of Range entry is read as its flags, Group ID and Object ID, without a payload
     /// length: draft-16 lists no other field for it, and implementations agree.
     pub fn decode(&mut self, buf: &[u8]) -> Result<(FetchObject, usize), DecodeError> {
-        let mut rest = buf;
-        let flags = get(&mut rest)?;
-        let entry = match flags {
-            END_OF_NON_EXISTENT_RANGE => FetchObject::NonExistentRange {
-                end: read_location(&mut rest)?,
-            },
-            END_OF_UNKNOWN_RANGE => FetchObject::UnknownRange {
-                end: read_location(&mut rest)?,
-            },
-            flags if flags < FLAGS_END => read_fetch_object(flags, &mut rest, self.prior)?,
-            _ => {
-                return Err(DecodeError::ProtocolViolation(
-                    "unknown fetch object serialization flags",
-                ));
-            }
-        };
-        self.prior = self.prior.after(&entry);
-        Ok((entry, buf.len() - rest.len()))
+        self.prior.decode::<D16>(buf)
     }
 }
 
-fn read_location(buf: &mut &[u8]) -> Result<Location, DecodeError> {
-    Ok(Location::new(get(buf)?, get(buf)?))
+fn read_location<D: DataForm>(buf: &mut &[u8]) -> Result<Location, DecodeError> {
+    Ok(Location::new(get::<D>(buf)?, get::<D>(buf)?))
 }
 
-fn read_fetch_object(
+fn read_fetch_object<D: DataForm>(
     flags: u64,
     buf: &mut &[u8],
     prior: Prior,
@@ -423,14 +499,14 @@ fn read_fetch_object(
     {
         return Err(DecodeError::ProtocolViolation(NO_PRIOR));
     }
-    if (!datagram && mode == SUBGROUP_IS_NEXT && prior.next_subgroup().is_none())
-        || (flags & FLAG_OBJECT_ID == 0 && prior.next_object().is_none())
+    if (!datagram && mode == SUBGROUP_IS_NEXT && prior.next_subgroup::<D>().is_none())
+        || (flags & FLAG_OBJECT_ID == 0 && prior.next_object::<D>().is_none())
     {
         return Err(DecodeError::ProtocolViolation(OUT_OF_RANGE));
     }
     let violation = DecodeError::ProtocolViolation;
     let group_id = match prior.location {
-        _ if flags & FLAG_GROUP_ID != 0 => get(buf)?,
+        _ if flags & FLAG_GROUP_ID != 0 => get::<D>(buf)?,
         Some(location) => location.group,
         None => return Err(violation(NO_PRIOR)),
     };
@@ -438,13 +514,13 @@ fn read_fetch_object(
         _ if datagram => None,
         SUBGROUP_IS_ZERO => Some(0),
         SUBGROUP_IS_PRIOR => Some(prior.subgroup.ok_or(violation(NO_PRIOR))?),
-        SUBGROUP_IS_NEXT => Some(prior.next_subgroup().ok_or(violation(OUT_OF_RANGE))?),
-        _ => Some(get(buf)?),
+        SUBGROUP_IS_NEXT => Some(prior.next_subgroup::<D>().ok_or(violation(OUT_OF_RANGE))?),
+        _ => Some(get::<D>(buf)?),
     };
     let object_id = if flags & FLAG_OBJECT_ID != 0 {
-        get(buf)?
+        get::<D>(buf)?
     } else {
-        prior.next_object().ok_or(violation(OUT_OF_RANGE))?
+        prior.next_object::<D>().ok_or(violation(OUT_OF_RANGE))?
     };
     let publisher_priority = match prior.priority {
         _ if flags & FLAG_PRIORITY != 0 => read_u8(buf)?,
@@ -452,11 +528,11 @@ fn read_fetch_object(
         None => return Err(violation(NO_PRIOR)),
     };
     let extensions = if flags & FLAG_EXTENSIONS != 0 {
-        read_extensions(buf)?
+        read_extensions::<D>(buf)?
     } else {
         Vec::new()
     };
-    let payload_len = get(buf)?;
+    let payload_len = get::<D>(buf)?;
     Ok(FetchObject::Object {
         header: FetchObjectHeader {
             group_id,
@@ -486,19 +562,7 @@ impl FetchObjectWriter {
     /// Appends the next entry; for an object, the caller then appends its `payload_len`
     /// bytes of payload. On error nothing is written and the writer does not advance.
     pub fn encode(&mut self, entry: &FetchObject, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        atomically(out, |out| match entry {
-            FetchObject::Object { header, datagram } => {
-                write_fetch_object(header, *datagram, self.prior, out)
-            }
-            FetchObject::NonExistentRange { end } => {
-                put_all(&[END_OF_NON_EXISTENT_RANGE, end.group, end.object], out)
-            }
-            FetchObject::UnknownRange { end } => {
-                put_all(&[END_OF_UNKNOWN_RANGE, end.group, end.object], out)
-            }
-        })?;
-        self.prior = self.prior.after(entry);
-        Ok(())
+        self.prior.encode::<D16>(entry, out)
     }
 
     /// Appends a draft-14 fetch object header in its draft-16 form
@@ -512,7 +576,7 @@ impl FetchObjectWriter {
     }
 }
 
-fn write_fetch_object(
+fn write_fetch_object<D: DataForm>(
     header: &FetchObjectHeader,
     datagram: bool,
     prior: Prior,
@@ -534,7 +598,7 @@ fn write_fetch_object(
         header.object_id,
         header.payload_len,
     ] {
-        if v > varint::MAX_VARINT {
+        if v > D::MAX_ID {
             return Err(EncodeError::VarintOutOfRange(v));
         }
     }
@@ -543,7 +607,7 @@ fn write_fetch_object(
     if group_sent {
         flags |= FLAG_GROUP_ID;
     }
-    let object_sent = prior.next_object() != Some(header.object_id);
+    let object_sent = prior.next_object::<D>() != Some(header.object_id);
     if object_sent {
         flags |= FLAG_OBJECT_ID;
     }
@@ -558,7 +622,7 @@ fn write_fetch_object(
         SUBGROUP_IS_ZERO
     } else if prior.subgroup == Some(header.subgroup_id) {
         SUBGROUP_IS_PRIOR
-    } else if prior.next_subgroup() == Some(header.subgroup_id) {
+    } else if prior.next_subgroup::<D>() == Some(header.subgroup_id) {
         SUBGROUP_IS_NEXT
     } else {
         SUBGROUP_IS_SENT
@@ -567,23 +631,23 @@ fn write_fetch_object(
     if !header.extensions.is_empty() {
         flags |= FLAG_EXTENSIONS;
     }
-    put(flags, out)?;
+    put::<D>(flags, out)?;
     if group_sent {
-        put(header.group_id, out)?;
+        put::<D>(header.group_id, out)?;
     }
     if !datagram && mode == SUBGROUP_IS_SENT {
-        put(header.subgroup_id, out)?;
+        put::<D>(header.subgroup_id, out)?;
     }
     if object_sent {
-        put(header.object_id, out)?;
+        put::<D>(header.object_id, out)?;
     }
     if priority_sent {
         out.push(header.publisher_priority);
     }
     if !header.extensions.is_empty() {
-        write_extensions(&header.extensions, out)?;
+        write_extensions::<D>(&header.extensions, out)?;
     }
-    put(header.payload_len, out)
+    put::<D>(header.payload_len, out)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,10 +673,8 @@ pub fn datagram_type(header: &DatagramHeader, priority_omitted: bool) -> u64 {
         | bit(header.status.is_some(), DATAGRAM_STATUS_BIT)
 }
 
-/// Appends a datagram header; for a payload datagram the caller appends the payload. The
-/// priority is left out as for [`encode_data_stream_header`]; the object ID is left out when
-/// it is 0 and the extension block when it is empty.
-pub fn encode_datagram(
+/// [`encode_datagram`] in the form `D`.
+pub(crate) fn encode_datagram_in<D: DataForm>(
     header: &DatagramHeader,
     default_priority: Option<u8>,
     out: &mut Vec<u8>,
@@ -626,58 +688,55 @@ pub fn encode_datagram(
         return Err(EncodeError::Invalid(NOT_NORMAL_WITH_EXTENSIONS));
     }
     if header.status == Some(ObjectStatus::DoesNotExist) {
-        return Err(EncodeError::Invalid(NO_DOES_NOT_EXIST));
+        return Err(EncodeError::Invalid(D::NO_DOES_NOT_EXIST));
     }
     let omitted = default_priority == Some(header.publisher_priority);
     let datagram_type = datagram_type(header, omitted);
     atomically(out, |out| {
-        put_all(&[datagram_type, header.track_alias, header.group_id], out)?;
+        put_all::<D>(&[datagram_type, header.track_alias, header.group_id], out)?;
         if header.object_id != 0 {
-            put(header.object_id, out)?;
+            put::<D>(header.object_id, out)?;
         }
         if !omitted {
             out.push(header.publisher_priority);
         }
         if !header.extensions.is_empty() {
-            write_extensions(&header.extensions, out)?;
+            write_extensions::<D>(&header.extensions, out)?;
         }
         match header.status {
-            Some(status) => put(status as u64, out),
+            Some(status) => put::<D>(status as u64, out),
             None => Ok(()),
         }
     })
 }
 
-/// Decodes the header of a whole datagram, returning it and the offset of the payload
-/// (`buf.len()` for a status datagram). A datagram that leaves its priority out gets
-/// `default_priority(track_alias)`, as in [`decode_data_stream_header`]. A datagram arrives
-/// whole, so one that ends inside the header is a protocol violation.
-pub fn decode_datagram(
+/// [`decode_datagram`] in the form `D`.
+pub(crate) fn decode_datagram_in<D: DataForm>(
     buf: &[u8],
     default_priority: &dyn Fn(u64) -> u8,
 ) -> Result<(DatagramHeader, usize), DecodeError> {
-    read_datagram(buf, default_priority).map_err(|err| match err {
+    read_datagram::<D>(buf, default_priority).map_err(|err| match err {
         DecodeError::Incomplete => DecodeError::ProtocolViolation("truncated datagram"),
         other => other,
     })
 }
 
-fn read_datagram(
+fn read_datagram<D: DataForm>(
     buf: &[u8],
     default_priority: &dyn Fn(u64) -> u8,
 ) -> Result<(DatagramHeader, usize), DecodeError> {
     let mut rest = buf;
-    let datagram_type = get(&mut rest)?;
+    let datagram_type = get::<D>(&mut rest)?;
     let is_status = datagram_type & DATAGRAM_STATUS_BIT != 0;
     if datagram_type & !DATAGRAM_BITS != 0
         || (is_status && datagram_type & DATAGRAM_END_OF_GROUP_BIT != 0)
     {
         return Err(DecodeError::UnknownDatagramType(datagram_type));
     }
-    let track_alias = get(&mut rest)?;
-    let group_id = get(&mut rest)?;
+    let track_alias = get::<D>(&mut rest)?;
+    let group_id = get::<D>(&mut rest)?;
     let object_id = if datagram_type & DATAGRAM_ZERO_OBJECT_ID_BIT == 0 {
-        get(&mut rest)?
+        get::<D>(&mut rest)?
     } else {
         0
     };
@@ -687,7 +746,7 @@ fn read_datagram(
         read_u8(&mut rest)?
     };
     let extensions = if datagram_type & DATAGRAM_EXTENSIONS_BIT != 0 {
-        let block = read_extensions(&mut rest)?;
+        let block = read_extensions::<D>(&mut rest)?;
         if block.is_empty() {
             return Err(DecodeError::ProtocolViolation(
                 "datagram announces extensions but has none",
@@ -698,7 +757,7 @@ fn read_datagram(
         Vec::new()
     };
     let status = if is_status {
-        let status = read_status(&mut rest)?;
+        let status = read_status::<D>(&mut rest)?;
         if status != ObjectStatus::Normal && !extensions.is_empty() {
             return Err(DecodeError::ProtocolViolation(NOT_NORMAL_WITH_EXTENSIONS));
         }
@@ -721,4 +780,76 @@ fn read_datagram(
         status,
     };
     Ok((header, buf.len() - rest.len()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Draft-16's form
+
+/// Appends a stream header, stream type included.
+///
+/// A subgroup header leaves its priority byte out (type 0x30..=0x3D) when `default_priority`
+/// is `Some` and equal to the header's priority: pass the track's default publisher priority
+/// as the peer knows it (128 unless the track announced another), or `None` to always send
+/// the byte.
+pub fn encode_data_stream_header(
+    header: &DataStreamHeader,
+    default_priority: Option<u8>,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_data_stream_header_in::<D16>(header, default_priority, out)
+}
+
+/// Decodes the header at the start of a unidirectional stream, returning it and the bytes
+/// used.
+///
+/// A subgroup header without a priority byte (type 0x30..=0x3D) gets
+/// `default_priority(track_alias)`: the default publisher priority of that track (128 when
+/// the track announced none, or when the caller does not track it).
+pub fn decode_data_stream_header(
+    buf: &[u8],
+    default_priority: &dyn Fn(u64) -> u8,
+) -> Result<(DataStreamHeader, usize), DecodeError> {
+    decode_data_stream_header_in::<D16>(buf, default_priority)
+}
+
+/// Appends the header of an object on a subgroup stream; `extensions_present` comes from the
+/// stream's [`SubgroupHeader`]. `header.extensions` must be a draft-16 block.
+pub fn encode_subgroup_object(
+    header: &SubgroupObjectHeader,
+    extensions_present: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_subgroup_object_in::<D16>(header, extensions_present, out)
+}
+
+/// Decodes the header of an object on a subgroup stream, returning it and the bytes used;
+/// the next `payload_len` bytes of the stream are the payload. Object IDs follow from the
+/// deltas as in draft-14 ([`SubgroupObjectHeader::object_id`]).
+pub fn decode_subgroup_object(
+    buf: &[u8],
+    extensions_present: bool,
+) -> Result<(SubgroupObjectHeader, usize), DecodeError> {
+    decode_subgroup_object_in::<D16>(buf, extensions_present)
+}
+
+/// Appends a datagram header; for a payload datagram the caller appends the payload. The
+/// priority is left out as for [`encode_data_stream_header`]; the object ID is left out when
+/// it is 0 and the extension block when it is empty.
+pub fn encode_datagram(
+    header: &DatagramHeader,
+    default_priority: Option<u8>,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_datagram_in::<D16>(header, default_priority, out)
+}
+
+/// Decodes the header of a whole datagram, returning it and the offset of the payload
+/// (`buf.len()` for a status datagram). A datagram that leaves its priority out gets
+/// `default_priority(track_alias)`, as in [`decode_data_stream_header`]. A datagram arrives
+/// whole, so one that ends inside the header is a protocol violation.
+pub fn decode_datagram(
+    buf: &[u8],
+    default_priority: &dyn Fn(u64) -> u8,
+) -> Result<(DatagramHeader, usize), DecodeError> {
+    decode_datagram_in::<D16>(buf, default_priority)
 }

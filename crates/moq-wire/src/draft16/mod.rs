@@ -64,8 +64,8 @@
 mod codec;
 mod codes;
 mod control;
-mod data;
-mod kvp;
+pub(crate) mod data;
+pub(crate) mod kvp;
 
 #[cfg(doc)]
 use crate::message::{
@@ -82,6 +82,7 @@ pub use codes::{
     request_error, request_error_from_draft14, request_error_to_draft14, reset_code,
 };
 pub use control::{decode_control, encode_control, message_name, message_type, request_update};
+pub(crate) use control::{read_track_extensions_in, write_track_extensions_in};
 pub use data::{
     FetchObject, FetchObjectReader, FetchObjectWriter, datagram_type, decode_data_stream_header,
     decode_datagram, decode_subgroup_object, encode_data_stream_header, encode_datagram,

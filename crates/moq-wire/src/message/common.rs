@@ -2,6 +2,7 @@
 //! draft's notational conventions and the small value types built from them.
 
 use crate::cursor::{read_u8, take};
+use crate::varint::{Form, Quic};
 use crate::{DecodeError, EncodeError, varint};
 
 use super::{
@@ -34,7 +35,12 @@ pub(super) fn put_infallible(v: u64, out: &mut Vec<u8>) {
 
 /// Writes a length-prefixed byte string.
 pub(crate) fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    put(bytes.len() as u64, out)?;
+    write_bytes_in::<Quic>(bytes, out)
+}
+
+/// Writes a length-prefixed byte string, the length in the integer form `F`.
+pub(crate) fn write_bytes_in<F: Form>(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    F::put(bytes.len() as u64, out)?;
     out.extend_from_slice(bytes);
     Ok(())
 }
@@ -46,7 +52,16 @@ pub(crate) fn read_bytes<'a>(
     max: usize,
     too_long: &'static str,
 ) -> Result<&'a [u8], DecodeError> {
-    let len = get(buf)?;
+    read_bytes_in::<Quic>(buf, max, too_long)
+}
+
+/// [`read_bytes`], the length in the integer form `F`.
+pub(crate) fn read_bytes_in<'a, F: Form>(
+    buf: &mut &'a [u8],
+    max: usize,
+    too_long: &'static str,
+) -> Result<&'a [u8], DecodeError> {
+    let len = F::get(buf)?;
     if len > max as u64 {
         return Err(DecodeError::ProtocolViolation(too_long));
     }
@@ -77,14 +92,26 @@ pub(crate) struct Text {
 
 impl Text {
     pub(crate) fn write(&self, text: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if text.len() > self.max {
-            return Err(EncodeError::Invalid(self.too_long));
-        }
-        write_bytes(text.as_bytes(), out)
+        self.write_in::<Quic>(text, out)
     }
 
     pub(crate) fn read(&self, buf: &mut &[u8]) -> Result<String, DecodeError> {
-        let bytes = read_bytes(buf, self.max, self.too_long)?;
+        self.read_in::<Quic>(buf)
+    }
+
+    pub(crate) fn write_in<F: Form>(
+        &self,
+        text: &str,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        if text.len() > self.max {
+            return Err(EncodeError::Invalid(self.too_long));
+        }
+        write_bytes_in::<F>(text.as_bytes(), out)
+    }
+
+    pub(crate) fn read_in<F: Form>(&self, buf: &mut &[u8]) -> Result<String, DecodeError> {
+        let bytes = read_bytes_in::<F>(buf, self.max, self.too_long)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::ProtocolViolation(self.not_utf8))
     }
 }
@@ -125,19 +152,27 @@ impl Location {
     pub fn new(group: u64, object: u64) -> Self {
         Self { group, object }
     }
+
+    pub(crate) fn write_in<F: Form>(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        F::put(self.group, out)?;
+        F::put(self.object, out)
+    }
+
+    pub(crate) fn read_in<F: Form>(buf: &mut &[u8]) -> Result<Self, DecodeError> {
+        Ok(Self {
+            group: F::get(buf)?,
+            object: F::get(buf)?,
+        })
+    }
 }
 
 impl Wire for Location {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        put(self.group, out)?;
-        put(self.object, out)
+        self.write_in::<Quic>(out)
     }
 
     fn read(buf: &mut &[u8]) -> Result<Self, DecodeError> {
-        Ok(Self {
-            group: get(buf)?,
-            object: get(buf)?,
-        })
+        Self::read_in::<Quic>(buf)
     }
 }
 
@@ -187,18 +222,40 @@ impl TrackNamespace {
 
     /// Reads 0 to 32 fields using at most `budget` bytes.
     fn read_fields(buf: &mut &[u8], budget: usize) -> Result<Self, DecodeError> {
-        let count = get(buf)?;
+        Self::read_fields_in::<Quic>(buf, budget)
+    }
+
+    /// [`Self::read_fields`] in the integer form `F`.
+    pub(crate) fn read_fields_in<F: Form>(
+        buf: &mut &[u8],
+        budget: usize,
+    ) -> Result<Self, DecodeError> {
+        let count = F::get(buf)?;
         if count > MAX_NAMESPACE_FIELDS as u64 {
             return Err(DecodeError::ProtocolViolation(NAMESPACE_FIELDS));
         }
         let mut left = budget;
         let mut fields = Vec::new();
         for _ in 0..count {
-            let field = read_bytes(buf, left, NAME_TOO_LONG)?;
+            let field = read_bytes_in::<F>(buf, left, NAME_TOO_LONG)?;
             left -= field.len();
             fields.push(field.to_vec());
         }
         Ok(Self(fields))
+    }
+
+    /// Writes 0 to 32 fields of at most 4096 bytes in all, in the integer form `F`.
+    pub(crate) fn write_fields_in<F: Form>(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self.0.len() > MAX_NAMESPACE_FIELDS {
+            return Err(EncodeError::Invalid(NAMESPACE_FIELDS));
+        }
+        if self.byte_len() > MAX_FULL_TRACK_NAME_LEN {
+            return Err(EncodeError::Invalid(NAME_TOO_LONG));
+        }
+        F::put(self.0.len() as u64, out)?;
+        self.0
+            .iter()
+            .try_for_each(|field| write_bytes_in::<F>(field, out))
     }
 }
 
@@ -256,9 +313,31 @@ pub(crate) fn write_full_name(
 /// Reads a Full Track Name, enforcing the shared 4096-byte budget.
 pub(crate) fn read_full_name(buf: &mut &[u8]) -> Result<(TrackNamespace, Vec<u8>), DecodeError> {
     let namespace = TrackNamespace::read_within(buf, MAX_FULL_TRACK_NAME_LEN)?;
-    let left = MAX_FULL_TRACK_NAME_LEN - namespace.byte_len();
-    let name = read_bytes(buf, left, NAME_TOO_LONG)?;
+    read_track_name_in::<Quic>(buf, namespace)
+}
+
+/// Reads the track name that follows `namespace` in a Full Track Name, within what is left
+/// of the 4096-byte budget.
+pub(crate) fn read_track_name_in<F: Form>(
+    buf: &mut &[u8],
+    namespace: TrackNamespace,
+) -> Result<(TrackNamespace, Vec<u8>), DecodeError> {
+    let left = MAX_FULL_TRACK_NAME_LEN.saturating_sub(namespace.byte_len());
+    let name = read_bytes_in::<F>(buf, left, NAME_TOO_LONG)?;
     Ok((namespace, name.to_vec()))
+}
+
+/// Writes the track name that follows `namespace` in a Full Track Name, checking the
+/// 4096-byte budget they share.
+pub(crate) fn write_track_name_in<F: Form>(
+    namespace: &TrackNamespace,
+    name: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    if namespace.byte_len() + name.len() > MAX_FULL_TRACK_NAME_LEN {
+        return Err(EncodeError::Invalid(NAME_TOO_LONG));
+    }
+    write_bytes_in::<F>(name, out)
 }
 
 /// Order in which groups are delivered. Requests may leave the choice to the publisher

@@ -500,6 +500,13 @@ pub enum FetchType {
     RelativeJoining(JoiningFetch),
     /// Starts at group `joining_start`, up to the live edge of an existing subscription.
     AbsoluteJoining(JoiningFetch),
+    /// A named track from where `filter` starts, relative to its largest object, up to that
+    /// object (draft-20 on; absolute ranges are [`FetchType::Standalone`]).
+    Filtered {
+        namespace: TrackNamespace,
+        track_name: Vec<u8>,
+        filter: FilterType,
+    },
 }
 
 impl Wire for FetchType {
@@ -524,6 +531,9 @@ impl Wire for FetchType {
                 put(0x3, out)?;
                 joining.write(out)
             }
+            Self::Filtered { .. } => Err(EncodeError::Invalid(
+                "a fetch relative to the largest object has no draft-14 form",
+            )),
         }
     }
 

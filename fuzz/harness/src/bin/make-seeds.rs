@@ -8,7 +8,8 @@
 //! `annexb/` and `avc/` hold one access unit per file in decode order, `codec_data.hex` the
 //! avcC of the `avc` caps and `timings.txt` one `DTS PTS DURATION` line (GStreamer clock
 //! times) per access unit. The seeds are what the elements would put on the wire for that
-//! stream: control messages of a session, subgroup and fetch streams, datagrams, frame
+//! stream: control messages of a session (in draft-14's form, and in draft-20's behind the
+//! `control` target's stream selector), subgroup and fetch streams, datagrams, frame
 //! headers and catalogs as `moqsink` writes them, access units as `h264parse` hands them to
 //! `moqsink`, and receiver scenarios of the frames arriving in order, reordered, with a lost
 //! GoP, after a stall and across a flush. Each goes to `OUT_DIR/<target>/<name>`.
@@ -19,12 +20,15 @@ use std::process::ExitCode;
 
 use arbitrary::{Arbitrary, Unstructured};
 use h264::{FrameKind, ParameterSets, StreamFormat};
+use moq_fuzz_harness::control::{AnyRequests, selector_for};
 use moq_fuzz_harness::receive::{Encoder, HeaderSpec, INITIAL, Op, Scenario, Step, Time};
 use moq_media::FrameHeader;
 use moq_media::audio::OpusHead;
 use moq_media::catalog::{self, Catalog, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::{DeliveryMode, Mapper, priority};
+use moq_wire::codec::Codec;
 use moq_wire::draft14::VERSION;
+use moq_wire::draft20;
 use moq_wire::message::*;
 
 /// Wall clock of the first frame, µs since the UNIX epoch (a fixed date: seeds must not
@@ -315,8 +319,7 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
                         start: Location::new(1_795_000_000, 0),
                         end_group: 1_795_000_100,
                     },
-                ),
-                fill: None,
+                )
             }),
         ),
         (
@@ -545,12 +548,60 @@ fn control_seeds(seeds: &mut Seeds) -> Result<()> {
         (
             "unsubscribe-namespace",
             M::UnsubscribeNamespace(UnsubscribeNamespace {
-                namespace_prefix: NamespacePrefix(namespace),
+                namespace_prefix: NamespacePrefix(namespace.clone()),
             }),
         ),
     ];
     for (name, message) in &messages {
         seeds.write("control", name, &encode_control(message)?)?;
+    }
+
+    // What only drafts from 17 on say: a live join filled from the current group, a
+    // redirect, SUBSCRIBE_TRACKS.
+    let draft20_only = [
+        (
+            "subscribe-fill",
+            M::Subscribe(Subscribe {
+                fill: Some(Fill {
+                    filter: Some(FilterType::GroupsBack(0)),
+                    ..Fill::default()
+                }),
+                ..subscribe(2, catalog::BASE_TRACK, FilterType::LargestObject)
+            }),
+        ),
+        (
+            "redirect",
+            M::Redirect(Redirect {
+                request_id: 2,
+                reason: "moved".into(),
+                connect_uri: "moqt://relay.example:4443/anon".into(),
+                target: Some((namespace.clone(), catalog::BASE_TRACK.as_bytes().to_vec())),
+            }),
+        ),
+        (
+            "subscribe-tracks",
+            M::SubscribeTracks(SubscribeNamespace {
+                request_id: 3,
+                namespace_prefix: NamespacePrefix(TrackNamespace::from_path("anon")),
+                params: Parameters::new(),
+            }),
+        ),
+    ];
+    // Draft-20's form of each (draft-22's differs in filters only), behind the selector of
+    // the stream it travels on.
+    for (name, message) in messages.iter().chain(&draft20_only) {
+        let mut bytes = Vec::new();
+        if draft20::CODEC
+            .encode_control(message, &AnyRequests, &mut bytes)
+            .is_err()
+        {
+            continue; // No draft-20 form (UNSUBSCRIBE, MAX_REQUEST_ID, ...).
+        }
+        let selector = selector_for(&draft20::CODEC, message, &bytes)
+            .ok_or_else(|| format!("draft-20 {name} decodes on no stream"))?;
+        let mut seed = vec![selector];
+        seed.extend_from_slice(&bytes);
+        seeds.write("control", &format!("draft20-{name}"), &seed)?;
     }
     Ok(())
 }

@@ -1177,7 +1177,7 @@ impl ObjectImpl for MoqSink {
             vec![
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
-                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
+                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-22, moqt-20, moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("namespace")
@@ -1260,7 +1260,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecString::builder("versions")
                     .nick("MoQ Transport drafts")
-                    .blurb("Drafts of MoQ Transport to offer (with url) or accept (listening), preferred first, as draft numbers separated by commas: 16 (ALPN moqt-16), 14 (ALPN moq-00). The server picks: a listening sink by this order, a relay by its own")
+                    .blurb("Drafts of MoQ Transport to offer (with url) or accept (listening), preferred first, as draft numbers separated by commas: 22 (ALPN moqt-22), 20 (ALPN moqt-20), 16 (ALPN moqt-16), 14 (ALPN moq-00). The server picks: a listening sink by this order, a relay by its own")
                     .default_value(Some(DEFAULT_VERSIONS))
                     .mutable_ready()
                     .build(),
@@ -1499,7 +1499,7 @@ impl ElementImpl for MoqSink {
             gst::subclass::ElementMetadata::new(
                 "MoQ Sink",
                 "Sink/Network",
-                "Publishes H.264 video and Opus or AAC audio as Media over QUIC Transport (draft-16 or -14) tracks",
+                "Publishes H.264 video and Opus or AAC audio as Media over QUIC Transport (draft-22, -20, -16 or -14) tracks",
                 "moqsink developers",
             )
         });

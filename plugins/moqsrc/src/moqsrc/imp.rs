@@ -940,7 +940,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecString::builder("versions")
                     .nick("MoQ Transport drafts")
-                    .blurb("Drafts of MoQ Transport to offer, preferred first, as draft numbers separated by commas: 16 (ALPN moqt-16), 14 (ALPN moq-00); the server picks one. moq-connected tells which")
+                    .blurb("Drafts of MoQ Transport to offer, preferred first, as draft numbers separated by commas: 22 (ALPN moqt-22), 20 (ALPN moqt-20), 16 (ALPN moqt-16), 14 (ALPN moq-00); the server picks one. moq-connected tells which")
                     .default_value(Some(DEFAULT_VERSIONS))
                     .mutable_ready()
                     .build(),
@@ -1097,7 +1097,7 @@ impl ElementImpl for MoqSrc {
             gst::subclass::ElementMetadata::new(
                 "MoQ Source",
                 "Source/Network",
-                "Subscribes to H.264 video and Opus or AAC audio tracks over Media over QUIC Transport (draft-16 or -14)",
+                "Subscribes to H.264 video and Opus or AAC audio tracks over Media over QUIC Transport (draft-22, -20, -16 or -14)",
                 "moqsink developers",
             )
         });

@@ -1293,11 +1293,11 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
         log: None,
     })
     .expect("link starts");
-    let sender = Sender::through_relay(&format!(
+    let sender = Sender::through_relay(&ours(format!(
         "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
         link.local_addr(),
         relay.fingerprint
-    ));
+    )));
     let announced = Arc::new(Mutex::new(0));
     let count = announced.clone();
     sender

@@ -7,7 +7,8 @@
 //! Properties, besides "no panic":
 //! - output frames leave in strictly increasing decode index between resets;
 //! - the first frame output after a reset is a keyframe, and after a base-layer frame was
-//!   dropped the next base-layer frame output is a keyframe;
+//!   dropped (not a copy of one held or already output) the next base-layer frame output is
+//!   a keyframe;
 //! - only keyframes follow a jump;
 //! - stamped DTS never decreases while the timeline is kept, and PTS is never before DTS;
 //! - every frame pushed is output, dropped (with an event saying so) or still held;
@@ -24,6 +25,7 @@ use moq_fuzz_harness::receive::{HeaderSpec, INITIAL, Op, Scenario};
 use moq_media::FrameHeader;
 use moq_media::catalog::{MediaKind, TrackRole};
 use moq_player::player::Event;
+use moq_player::reorder::DropReason;
 use moq_player::{Incoming, Item, Now, Player, PlayerConfig, TrackId};
 
 /// The wall clock at running time 0, µs.
@@ -104,7 +106,7 @@ impl Receiver {
         self.previous = header;
         self.pushed += 1;
         self.held += 1;
-        self.layers.insert(header.decode_index, layer);
+        let replaced = self.layers.insert(header.decode_index, layer);
         let now = now_at(self.now);
         let frame = Incoming {
             epoch: 0,
@@ -116,19 +118,38 @@ impl Receiver {
             data: self.pushed,
         };
         self.player.push(self.track, Item::Frame(frame), now);
-        self.events(None);
+        if self.events(None) == Some(header.decode_index) {
+            // The copy went; the frame held under that index keeps its layer.
+            if let Some(layer) = replaced {
+                self.layers.insert(header.decode_index, layer);
+            }
+        }
     }
 
-    /// Accounts for the player's events; `output` is the frame a pop just output.
-    fn events(&mut self, output: Option<&FrameHeader>) {
+    /// Accounts for the player's events; `output` is the frame a pop just output. Returns
+    /// the decode index of a duplicate the player dropped, if it dropped one.
+    fn events(&mut self, output: Option<&FrameHeader>) -> Option<u64> {
         let mut jumped = false;
+        let mut duplicate = None;
         while let Some(event) = self.player.poll_event() {
             match event {
+                Event::Dropped {
+                    decode_index,
+                    reason: DropReason::Duplicate,
+                    ..
+                } => {
+                    // A second copy of a frame held: nothing is missing from the stream.
+                    assert!(self.held > 0, "a frame dropped that was not held");
+                    self.held -= 1;
+                    duplicate = Some(decode_index);
+                }
                 Event::Dropped { decode_index, .. } => {
                     assert!(self.held > 0, "a frame dropped that was not held");
                     self.held -= 1;
+                    // Behind the last output it is a copy of a frame already out, or one
+                    // the stream has already passed: nothing ahead is missing.
                     let base = self.layers.get(&decode_index) == Some(&TrackRole::Base);
-                    if base && self.last_output.is_some() {
+                    if base && self.last_output.is_some_and(|last| decode_index > last) {
                         self.need_key = true;
                     }
                 }
@@ -142,6 +163,7 @@ impl Receiver {
             let key = output.is_some_and(|h| h.kind == FrameKind::Key);
             assert!(key, "only a keyframe follows a jump");
         }
+        duplicate
     }
 
     /// One `pop`; false when nothing happened (no output, no drop).

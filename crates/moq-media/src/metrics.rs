@@ -16,8 +16,8 @@ pub struct InterarrivalJitter {
 impl InterarrivalJitter {
     pub fn push(&mut self, sent_us: i64, received_us: i64) {
         if let Some((s, r)) = self.last {
-            let d = (received_us - r) - (sent_us - s);
-            self.jitter += ((d.abs() as f64) - self.jitter) / 16.0;
+            let d = transit_change((s, r), (sent_us, received_us));
+            self.jitter += ((d.unsigned_abs() as f64) - self.jitter) / 16.0;
         }
         self.last = Some((sent_us, received_us));
     }
@@ -55,9 +55,9 @@ impl TsDf {
         let mut closed = None;
         if self
             .start
-            .is_some_and(|(_, r0)| received_us - r0 >= self.window_us)
+            .is_some_and(|(_, r0)| received_us.saturating_sub(r0) >= self.window_us)
         {
-            closed = Some(self.max - self.min);
+            closed = Some(self.max.saturating_sub(self.min));
             self.last_complete = closed;
             self.start = None;
         }
@@ -70,7 +70,7 @@ impl TsDf {
                 (sent_us, received_us)
             }
         };
-        let d = (received_us - r0) - (sent_us - s0);
+        let d = transit_change((s0, r0), (sent_us, received_us));
         self.min = self.min.min(d);
         self.max = self.max.max(d);
         closed
@@ -80,6 +80,21 @@ impl TsDf {
     pub fn last_us(&self) -> Option<i64> {
         self.last_complete
     }
+}
+
+/// A frame's time from sender to receiver, µs: its arrival (or output) time less the
+/// availability time its header carries, saturating (the header comes from the network).
+pub fn transit_us(availability_us: u64, at_us: i64) -> i64 {
+    at_us.saturating_sub(i64::try_from(availability_us).unwrap_or(i64::MAX))
+}
+
+/// How much longer frame `b` took than frame `a` from sender to receiver, µs: `(R_b − R_a) −
+/// (S_b − S_a)` of (sent, received) pairs, saturating, since the sent times come from the
+/// network and may be anything.
+fn transit_change((sent_a, received_a): (i64, i64), (sent_b, received_b): (i64, i64)) -> i64 {
+    let d = (i128::from(received_b) - i128::from(received_a))
+        - (i128::from(sent_b) - i128::from(sent_a));
+    d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// Latencies over a sliding time window, for percentiles of the last second.
@@ -103,7 +118,7 @@ impl LatencyWindow {
         while self
             .samples
             .front()
-            .is_some_and(|(t, _)| now_us - t > self.span_us)
+            .is_some_and(|(t, _)| now_us.saturating_sub(*t) > self.span_us)
         {
             self.samples.pop_front();
         }
@@ -172,5 +187,19 @@ mod tests {
         assert_eq!(quantile(&mut [], 0.5), None);
         assert_eq!(quantile(&mut [3, 1, 2], 1.0), Some(3));
         assert_eq!(quantile(&mut [3, 1, 2], 0.0), Some(1));
+    }
+
+    #[test]
+    fn timestamps_at_the_ends_of_their_range_do_not_overflow() {
+        let mut j = InterarrivalJitter::default();
+        let mut t = TsDf::new(1_000_000);
+        let mut w = LatencyWindow::new(1_000_000);
+        for (sent, received) in [(i64::MIN, i64::MAX), (i64::MAX, i64::MIN), (0, i64::MAX)] {
+            j.push(sent, received);
+            t.push(sent, received);
+            w.push(received, received.wrapping_sub(sent));
+        }
+        assert!(j.value_us().is_finite());
+        assert!(w.quantile(1.0).is_some());
     }
 }

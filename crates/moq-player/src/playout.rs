@@ -581,7 +581,9 @@ impl Timeline {
         let stamped = self.clock.stamp_as(track, dts, pts, at, anchoring);
         if kind == MediaKind::Audio {
             self.audio_output_at = Some(now);
-            let early = stamped.dts as i64 - now as i64;
+            let early = i64::try_from(stamped.dts)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(i64::try_from(now).unwrap_or(i64::MAX));
             self.audio_slack.push_back((now, early));
             while self
                 .audio_slack

@@ -3,7 +3,7 @@
 use crate::reorder::{DropReason, Jump};
 use h264::FrameKind;
 use moq_media::FrameHeader;
-use moq_media::metrics::{InterarrivalJitter, LatencyWindow, TsDf};
+use moq_media::metrics::{InterarrivalJitter, LatencyWindow, TsDf, transit_us};
 
 const SECOND_US: i64 = 1_000_000;
 
@@ -81,7 +81,7 @@ impl ReceiverStats {
         self.reorder_events += u64::from(out_of_order);
         // 0: the sender's format says nothing of when the frame was made.
         if header.availability_us > 0 {
-            let sent = header.availability_us as i64;
+            let sent = i64::try_from(header.availability_us).unwrap_or(i64::MAX);
             self.jitter.push(sent, arrival_us);
             self.ts_df.push(sent, arrival_us);
         }
@@ -118,7 +118,7 @@ impl ReceiverStats {
         self.rebuffers += u64::from(rebuffered);
         if header.availability_us > 0 {
             self.latency
-                .push(now_us, now_us - header.availability_us as i64);
+                .push(now_us, transit_us(header.availability_us, now_us));
         }
     }
 

@@ -44,6 +44,7 @@ use std::collections::VecDeque;
 use h264::FrameKind;
 use moq_media::FrameHeader;
 use moq_media::catalog::Catalog;
+use moq_media::metrics::transit_us;
 
 use crate::item::{Incoming, Item};
 use crate::renditions::{AbrPrefs, Renditions, Target};
@@ -226,7 +227,7 @@ impl<T> Switcher<T> {
     /// current group at once, frames seconds old.
     fn observe(&mut self, frame: &Incoming<T>, playing: bool, now_us: u64) {
         let delay = (playing && frame.header.availability_us > 0)
-            .then(|| frame.received_us - frame.header.availability_us as i64);
+            .then(|| transit_us(frame.header.availability_us, frame.received_us));
         self.renditions.on_object(now_us, frame.size as u64, delay);
     }
 

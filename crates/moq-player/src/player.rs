@@ -101,8 +101,9 @@ const REPORT_MIN_NS: i64 = 20_000_000;
 const REPORT_SHARE: f64 = 0.2;
 
 /// Events kept for the element at most; it takes them after every call, so only an
-/// element that never does loses the oldest.
-const MAX_EVENTS: usize = 1024;
+/// element that never does loses the oldest. One call may drop a track's whole buffer,
+/// each frame with its event: room for twice that.
+const MAX_EVENTS: usize = 2 * crate::reorder::MAX_BUFFERED;
 
 /// A frame to output, stamped on the timeline.
 #[derive(Debug)]

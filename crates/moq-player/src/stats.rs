@@ -107,8 +107,9 @@ impl ReceiverStats {
 
     pub fn jumped(&mut self, jump: &Jump) {
         self.jumps += 1;
-        self.groups_skipped += jump.skipped_groups;
-        self.skipped_ms += jump.skipped_us / 1000;
+        // Both come from header fields a peer chose.
+        self.groups_skipped = self.groups_skipped.saturating_add(jump.skipped_groups);
+        self.skipped_ms = self.skipped_ms.saturating_add(jump.skipped_us / 1000);
     }
 
     /// A frame was output at wall clock `now_us`; `rebuffered` when playback re-anchored

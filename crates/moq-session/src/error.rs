@@ -91,11 +91,50 @@ impl SessionError {
             SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close)) => {
                 close.error_code.into_inner() == session_error::UNAUTHORIZED
             }
+            SessionError::Connection(quinn::ConnectionError::TransportError(e)) => {
+                is_tls_alert(e.code)
+            }
+            SessionError::Connection(quinn::ConnectionError::ConnectionClosed(close)) => {
+                is_tls_alert(close.error_code)
+            }
             SessionError::Resolve(_)
             | SessionError::Tls(_)
             | SessionError::VersionNegotiation { .. }
             | SessionError::NoCommonDraft { .. } => true,
             _ => false,
+        }
+    }
+
+    /// What to do about a refusal, for the error message a user reads.
+    pub fn advice(&self) -> Option<&'static str> {
+        use moq_wire::message::session_error;
+        let tls = "the server's certificate is not trusted: pin it with tls-fingerprint=SHA256 \
+                   (a listening moqsink posts it in moq-listening and has it in \
+                   certificate-fingerprint; a URI takes ?tls-fingerprint=), trust its CA with \
+                   tls-ca-file, or set tls-insecure=true (?tls-insecure=true) on a trusted network";
+        let auth =
+            "set auth-token (or ?jwt= in the URL) to a token the relay accepts for this path";
+        match self {
+            SessionError::Connection(quinn::ConnectionError::TransportError(e))
+                if is_tls_alert(e.code) =>
+            {
+                Some(tls)
+            }
+            SessionError::Connection(quinn::ConnectionError::ApplicationClosed(close))
+                if close.error_code.into_inner() == session_error::UNAUTHORIZED =>
+            {
+                Some(auth)
+            }
+            SessionError::Request(refused)
+                if refused.code == moq_wire::message::publish_namespace_error::UNAUTHORIZED =>
+            {
+                Some(auth)
+            }
+            SessionError::NoCommonDraft { .. } | SessionError::VersionNegotiation { .. } => {
+                Some("set versions to include a draft the server speaks")
+            }
+            SessionError::Resolve(_) => Some("check the host name in the URL"),
+            _ => None,
         }
     }
 
@@ -110,6 +149,12 @@ impl SessionError {
                 | SessionError::Redirected(_)
         )
     }
+}
+
+/// A QUIC connection closed by a TLS alert: the handshake failed on a certificate (ours
+/// rejecting the server's, or the server rejecting the handshake), which a retry repeats.
+fn is_tls_alert(code: quinn::TransportErrorCode) -> bool {
+    (0x100..0x200).contains(&u64::from(code))
 }
 
 impl From<TlsError> for SessionError {

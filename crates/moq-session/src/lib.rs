@@ -49,5 +49,5 @@ pub use track::{
     Broadcast, GroupWriter, Handoff, HandoffHook, Payload, Priority, SubscribeHook, TrackDelivery,
     TrackProducer, TrackStats,
 };
-pub use url::{DEFAULT_PORT, Located, MoqUrl, UrlError, parse_namespace};
+pub use url::{DEFAULT_PORT, Located, MoqUrl, QuerySettings, UrlError, parse_namespace};
 pub use version::{DEFAULT_VERSIONS, Version, Versions};

@@ -9,6 +9,7 @@
 //! (e.g. `?jwt=…`, how moq-relay takes a token) travels with the root in PATH.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use moq_wire::message::{MAX_NAMESPACE_FIELDS, TrackNamespace};
 use thiserror::Error;
@@ -28,6 +29,8 @@ pub enum UrlError {
     Namespace(String),
     #[error("invalid namespace {0:?}: 1 to 32 non-empty fields separated by '/'")]
     InvalidNamespace(String),
+    #[error("invalid {0}={1:?} in the URL's query: expected true or false")]
+    Flag(&'static str, String),
 }
 
 /// Parses `a/b/c` into a namespace tuple; leading, trailing and repeated `/` are ignored.
@@ -53,6 +56,33 @@ pub struct MoqUrl {
     /// The query without its `?`, kept for the PATH setup parameter (it may carry a
     /// token, so it is never displayed).
     pub query: Option<String>,
+}
+
+/// What a URL's query says about the connection itself: settings for the element, not the
+/// server. A URI handed to `playbin` has no other way to carry them; they win over the
+/// element's properties of the same names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuerySettings {
+    pub tls_fingerprint: Option<String>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_insecure: Option<bool>,
+    pub versions: Option<String>,
+}
+
+impl QuerySettings {
+    /// How to check the server's certificate: these settings, else the element's.
+    pub fn trust(
+        &self,
+        fingerprint: Option<&str>,
+        ca_file: Option<&Path>,
+        insecure: bool,
+    ) -> Result<crate::tls::Trust, crate::tls::TlsError> {
+        crate::tls::Trust::choose(
+            self.tls_fingerprint.as_deref().or(fingerprint),
+            self.tls_ca_file.as_deref().or(ca_file),
+            self.tls_insecure.unwrap_or(insecure),
+        )
+    }
 }
 
 /// Where a URL (and maybe a separate namespace) puts a broadcast.
@@ -149,6 +179,25 @@ impl MoqUrl {
             .collect();
         self.query = Some(rest.join("&")).filter(|q| !q.is_empty());
         value
+    }
+
+    /// Takes the element's settings (`tls-fingerprint`, `tls-ca-file`, `tls-insecure`,
+    /// `versions`) out of the query; the rest (e.g. `jwt`) goes to the server.
+    pub fn take_settings(&mut self) -> Result<QuerySettings, UrlError> {
+        let tls_insecure = match self.take_query_param("tls-insecure") {
+            None => None,
+            Some(v) => Some(match v.as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => return Err(UrlError::Flag("tls-insecure", v)),
+            }),
+        };
+        Ok(QuerySettings {
+            tls_fingerprint: self.take_query_param("tls-fingerprint"),
+            tls_ca_file: self.take_query_param("tls-ca-file").map(PathBuf::from),
+            tls_insecure,
+            versions: self.take_query_param("versions"),
+        })
     }
 
     /// `host:port` for socket address resolution.
@@ -278,5 +327,36 @@ mod tests {
             Err(UrlError::InvalidNamespace(_))
         ));
         assert!(parse_namespace("/a//b/").is_ok_and(|n| n.to_path() == "a/b"));
+    }
+
+    #[test]
+    fn the_query_gives_the_element_its_connection_settings_and_the_rest_to_the_server() {
+        let mut url = MoqUrl::parse(
+            "moqt://h:4443/anon/live?jwt=T&tls-insecure=true&versions=22,20&tls-ca-file=/etc/ca.pem",
+        )
+        .unwrap();
+        let own = url.take_settings().unwrap();
+        assert_eq!(own.tls_insecure, Some(true));
+        assert_eq!(own.versions.as_deref(), Some("22,20"));
+        assert_eq!(own.tls_ca_file, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(own.tls_fingerprint, None);
+        assert_eq!(url.query.as_deref(), Some("jwt=T"));
+        // The URL's own setting wins over the element's property: its CA file (which does
+        // not exist) is read, not the property's "anything goes".
+        let err = own.trust(None, None, true).unwrap_err().to_string();
+        assert!(err.contains("/etc/ca.pem"), "{err}");
+        let insecure = QuerySettings {
+            tls_insecure: Some(true),
+            ..QuerySettings::default()
+        };
+        assert!(matches!(
+            insecure.trust(None, None, false),
+            Ok(crate::tls::Trust::Insecure)
+        ));
+        let mut bad = MoqUrl::parse("moqt://h/live?tls-insecure=maybe").unwrap();
+        assert_eq!(
+            bad.take_settings(),
+            Err(UrlError::Flag("tls-insecure", "maybe".into()))
+        );
     }
 }

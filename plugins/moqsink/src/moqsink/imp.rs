@@ -12,11 +12,11 @@ use gst::subclass::prelude::*;
 use h264::FrameKind;
 use moq_media::keyframes::AlignedKeyframes;
 use moq_media::rate_control::RateConfig;
-use moq_session::tls::{self, ServerIdentity, Trust};
+use moq_session::tls::{self, ServerIdentity};
 use moq_session::{
     Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits,
-    RelayEvent, RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits, SessionConfig,
-    TrackNamespace, Versions,
+    QuerySettings, RelayEvent, RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits,
+    SessionConfig, TrackNamespace, Versions,
 };
 use tokio::sync::mpsc;
 
@@ -105,8 +105,8 @@ enum Destination {
     Relay {
         url: MoqUrl,
         located: Located,
-        /// A `tls-fingerprint` given in the URL's query.
-        pinned: Option<String>,
+        /// The connection settings given in the URL's query.
+        own: QuerySettings,
     },
 }
 
@@ -124,15 +124,13 @@ impl Settings {
             (Some(text), None) => {
                 let mut url = MoqUrl::parse(text)
                     .map_err(|e| settings_error(&format!("invalid url: {e}")))?;
-                let pinned = url.take_query_param("tls-fingerprint");
+                let own = url
+                    .take_settings()
+                    .map_err(|e| settings_error(&format!("{url}: {e}")))?;
                 let located = url
                     .locate(self.namespace.as_deref())
                     .map_err(|e| settings_error(&e))?;
-                Ok(Destination::Relay {
-                    url,
-                    located,
-                    pinned,
-                })
+                Ok(Destination::Relay { url, located, own })
             }
             (None, listen) => Ok(Destination::Listen {
                 addr: listen.clone().unwrap_or_else(|| DEFAULT_LISTEN.into()),
@@ -337,22 +335,25 @@ impl MoqSink {
         let _guard = RUNTIME.enter();
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
-        let versions: Versions = settings
-            .versions
-            .parse()
-            .map_err(|e| settings_error(&format!("versions: {e}")))?;
+        let trust_of = |url: &MoqUrl, own: &QuerySettings| {
+            own.trust(
+                settings.relay_fingerprint.as_deref(),
+                settings.tls_ca_file.as_deref(),
+                settings.tls_insecure,
+            )
+            .map_err(|e| settings_error(&format!("{url}: {e}")))
+        };
+        let versions_of = |own: &QuerySettings| {
+            own.versions
+                .as_deref()
+                .unwrap_or(&settings.versions)
+                .parse::<Versions>()
+                .map_err(|e| settings_error(&format!("versions: {e}")))
+        };
         let addr = match destination {
-            Destination::Relay {
-                url,
-                located,
-                pinned,
-            } => {
-                let trust = Trust::choose(
-                    settings.relay_fingerprint.as_deref().or(pinned.as_deref()),
-                    settings.tls_ca_file.as_deref(),
-                    settings.tls_insecure,
-                )
-                .map_err(|e| settings_error(&format!("{url}: {e}")))?;
+            Destination::Relay { url, located, own } => {
+                let trust = trust_of(&url, &own)?;
+                let versions = versions_of(&own)?;
                 let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
                 gst::info!(
                     CAT,
@@ -385,13 +386,10 @@ impl MoqSink {
                     let mut backup = MoqUrl::parse(text).map_err(|e| {
                         settings_error(&format!("invalid backup url {text:?}: {e}"))
                     })?;
-                    let pinned = backup.take_query_param("tls-fingerprint");
-                    let trust = Trust::choose(
-                        pinned.as_deref().or(settings.relay_fingerprint.as_deref()),
-                        settings.tls_ca_file.as_deref(),
-                        settings.tls_insecure,
-                    )
-                    .map_err(|e| settings_error(&format!("{backup}: {e}")))?;
+                    let own = backup
+                        .take_settings()
+                        .map_err(|e| settings_error(&format!("{backup}: {e}")))?;
+                    let trust = trust_of(&backup, &own)?;
                     relays.push(RelayTarget { url: backup, trust });
                 }
                 return Ok(Link::Relay(RelayPublisher::start(
@@ -416,7 +414,7 @@ impl MoqSink {
             publish: settings.publish_limits(),
             congestion: settings.congestion.resolve(settings.rate_control),
             prompt_acks: settings.prompt_acks(),
-            versions,
+            versions: versions_of(&QuerySettings::default())?,
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
@@ -1235,7 +1233,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
                 glib::ParamSpecString::builder("url")
                     .nick("Relay URL")
-                    .blurb("Publish through the MoQ relay at moqt://HOST[:PORT]/ROOT/BROADCAST[?QUERY] (port 443 by default) instead of listening: connect, announce the broadcast (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff. The same URL on moqsrc plays it; the query (e.g. ?jwt=TOKEN) goes to the relay")
+                    .blurb("Publish through the MoQ relay at moqt://HOST[:PORT]/ROOT/BROADCAST[?QUERY] (port 443 by default) instead of listening: connect, announce the broadcast (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff. The same URL on moqsrc plays it; the query (e.g. ?jwt=TOKEN) goes to the relay, except tls-fingerprint, tls-ca-file, tls-insecure and versions, which set this element")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("backup-urls")
@@ -1715,10 +1713,14 @@ async fn forward_relay_events(
                 );
             }
             RelayEvent::Refused(reason) => {
+                let advice = reason
+                    .advice()
+                    .map(|a| format!("; {a}"))
+                    .unwrap_or_default();
                 gst::element_imp_error!(
                     imp,
                     gst::ResourceError::NotAuthorized,
-                    ("{url} refused the publisher: {reason}")
+                    ("{url} refused the publisher: {reason}{advice}")
                 );
             }
         }

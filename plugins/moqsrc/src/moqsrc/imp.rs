@@ -14,7 +14,6 @@ use moq_player::select::{Choice, MediaKind, TrackPrefs};
 use moq_player::stats::ReceiverStats;
 use moq_player::{Now, Player, PlayerConfig, TrackId};
 use moq_session::blocking::Canceller;
-use moq_session::tls::Trust;
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
 use tokio::sync::{mpsc, watch};
 
@@ -211,28 +210,36 @@ fn caps_for(entry: &TrackEntry) -> Option<gst::Caps> {
     }
 }
 
-/// Where one URL leads and how its certificate is checked: the URL's own pin (a URI
-/// handed to playbin carries it in its query) before the tls-fingerprint property.
-fn locate_server(text: &str, settings: &Settings) -> Result<Server, gst::ErrorMessage> {
-    let mut url = MoqUrl::parse(text).map_err(|e| {
-        gst::error_msg!(gst::ResourceError::Settings, ["invalid url {text:?}: {e}"])
-    })?;
-    let pinned = url.take_query_param("tls-fingerprint");
-    let trust = Trust::choose(
-        pinned.as_deref().or(settings.tls_fingerprint.as_deref()),
-        settings.tls_ca_file.as_deref(),
-        settings.tls_insecure,
-    )
-    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{url}: {e}"]))?;
+/// Where one URL leads and how its certificate is checked: the URL's own settings (a URI
+/// handed to playbin carries them in its query) before the element's properties. Also
+/// returns the drafts the query names, if it names any.
+fn locate_server(
+    text: &str,
+    settings: &Settings,
+) -> Result<(Server, Option<String>), gst::ErrorMessage> {
+    let settings_error = |e: String| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
+    let mut url =
+        MoqUrl::parse(text).map_err(|e| settings_error(format!("invalid url {text:?}: {e}")))?;
+    let own = url
+        .take_settings()
+        .map_err(|e| settings_error(format!("{url}: {e}")))?;
+    let trust = own
+        .trust(
+            settings.tls_fingerprint.as_deref(),
+            settings.tls_ca_file.as_deref(),
+            settings.tls_insecure,
+        )
+        .map_err(|e| settings_error(format!("{url}: {e}")))?;
     let located = url
         .locate(settings.namespace.as_deref())
-        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]))?;
-    Ok(Server {
+        .map_err(|e| settings_error(e.to_string()))?;
+    let server = Server {
         url,
         setup_path: located.setup_path,
         namespace: located.namespace,
         trust,
-    })
+    };
+    Ok((server, own.versions))
 }
 
 impl Settings {
@@ -254,14 +261,15 @@ impl MoqSrc {
                 ["no url set (moqt://HOST:PORT/NAMESPACE)"]
             )
         })?;
-        let server = locate_server(&text, &settings)?;
+        let (server, versions) = locate_server(&text, &settings)?;
+        let versions = versions.unwrap_or_else(|| settings.versions.clone());
         let backups = settings
             .backup_urls
             .iter()
             .flat_map(|list| list.split(','))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .map(|t| locate_server(t, &settings))
+            .map(|t| locate_server(t, &settings).map(|(server, _)| server))
             .collect::<Result<Vec<_>, _>>()?;
         if settings.video_track == Choice::Off && settings.audio_track == Choice::Off {
             return Err(gst::error_msg!(
@@ -274,7 +282,7 @@ impl MoqSrc {
                 server,
                 backups,
                 auth_token: settings.auth_token.clone(),
-                versions: settings.versions.parse().map_err(|e| {
+                versions: versions.parse().map_err(|e| {
                     gst::error_msg!(gst::ResourceError::Settings, ["versions: {e}"])
                 })?,
                 prefs: TrackPrefs {
@@ -910,7 +918,7 @@ impl ObjectImpl for MoqSrc {
             vec![
                 glib::ParamSpecString::builder("url")
                     .nick("URL")
-                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; the query (e.g. ?jwt=TOKEN) goes to the relay")
+                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; the query (e.g. ?jwt=TOKEN) goes to the server, except tls-fingerprint, tls-ca-file, tls-insecure and versions, which set this element")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("backup-urls")

@@ -412,7 +412,10 @@ async fn receive(
 
 fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
     Lost {
-        reason: format!("cannot connect to {}: {err}", config.server.url),
+        reason: match err.advice() {
+            Some(advice) => format!("cannot connect to {}: {err}; {advice}", config.server.url),
+            None => format!("cannot connect to {}: {err}", config.server.url),
+        },
         had_media: false,
         refused: err.is_refusal(),
     }

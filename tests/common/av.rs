@@ -280,6 +280,20 @@ impl AvReceiver {
         }
     }
 
+    /// Frames of the `kind` track ("video" / "audio") moqsrc let go to bring its playout
+    /// delay down (`frames-drained` in its `stats`): missing from the output on purpose.
+    pub fn drained(&self, kind: &str) -> usize {
+        let src = self.pipeline.by_name("s").expect("moqsrc");
+        let stats = src.property::<gst::Structure>("stats");
+        let tracks = stats.get::<gst::Array>("tracks").expect("tracks in stats");
+        tracks
+            .iter()
+            .filter_map(|t| t.get::<gst::Structure>().ok())
+            .filter(|t| t.get::<String>("kind").is_ok_and(|k| k.starts_with(kind)))
+            .map(|t| t.get::<u64>("frames-drained").unwrap_or(0) as usize)
+            .sum()
+    }
+
     /// Waits until both pads have output at least `n` frames.
     pub fn wait_both(&self, n: usize, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;

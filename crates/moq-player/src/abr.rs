@@ -23,8 +23,9 @@
 //!   built takes time to empty);
 //! - **up one step, cautiously**: when for [`UP_SUSTAIN_US`] the queue stayed below
 //!   [`CALM_QUEUE_US`], nothing was skipped, and the measured capacity stayed at least
-//!   [`UP_MARGIN`] × the next rendition's bitrate; never within [`UP_HOLD_US`] of a
-//!   down-switch. For [`SETTLE_US`] after going up, and again after the switch has cut
+//!   [`UP_MARGIN`] × the next rendition's bitrate, or for [`UP_PROBE_SUSTAIN_US`] at
+//!   least [`UP_PROBE_MARGIN`] × (small objects under-read a fast path); never within
+//!   [`UP_HOLD_US`] of a down-switch. For [`SETTLE_US`] after going up, and again after the switch has cut
 //!   over ([`Abr::settle`]), a standing queue is not taken for congestion (a new
 //!   subscription may start with a burst, and the two renditions flow together until the
 //!   cut); a skip still is;
@@ -46,6 +47,12 @@ pub const HEADROOM: f64 = 0.8;
 pub const UP_MARGIN: f64 = 1.3;
 /// How long the conditions to go up must hold.
 pub const UP_SUSTAIN_US: u64 = 4_000_000;
+/// A smaller margin that suffices when the path stays calm for longer: on a low
+/// rendition the objects are small, and their transfers under-read the capacity (per-object
+/// overhead and the sender's pacing weigh more), by a quarter on a 1.2 Mbit/s link.
+pub const UP_PROBE_MARGIN: f64 = 1.1;
+/// How long the calm path with the smaller margin must hold.
+pub const UP_PROBE_SUSTAIN_US: u64 = 8_000_000;
 /// No up-switch this long after a down-switch.
 pub const UP_HOLD_US: u64 = 10_000_000;
 /// No second down-switch this long after one, unless media is skipped again.
@@ -112,8 +119,10 @@ pub struct Abr {
     received: VecDeque<(u64, u64)>,
     /// (arrival, bit/s) capacity samples.
     capacity: VecDeque<(u64, u64)>,
-    /// Since when the conditions to go up have held.
+    /// Since when the conditions to go up have held: with [`UP_MARGIN`], and with
+    /// [`UP_PROBE_MARGIN`].
     calm_since: Option<u64>,
+    probe_since: Option<u64>,
     last_down_at: Option<u64>,
     last_up_at: Option<u64>,
     skipped_at: Option<u64>,
@@ -138,6 +147,7 @@ impl Abr {
             received: VecDeque::new(),
             capacity: VecDeque::new(),
             calm_since: None,
+            probe_since: None,
             last_down_at: None,
             last_up_at: None,
             skipped_at: None,
@@ -160,6 +170,7 @@ impl Abr {
             .rposition(|&i| self.bitrates[i] <= bitrate)
             .unwrap_or(0);
         self.calm_since = None;
+        self.probe_since = None;
     }
 
     /// An object of any subscribed track arrived: `bytes` long, `delay_us` after it was
@@ -260,27 +271,38 @@ impl Abr {
             self.last_down_at = Some(now_us);
         }
         let next = self.ladder.get(self.step + 1).map(|&i| self.bitrates[i]);
-        let calm = queue.is_some_and(|q| q < CALM_QUEUE_US)
+        let quiet = queue.is_some_and(|q| q < CALM_QUEUE_US)
             && self
                 .last_down_at
-                .is_none_or(|d| now_us.saturating_sub(d) >= UP_HOLD_US)
-            && next.is_some_and(|next| {
-                self.capacity_bps()
-                    .is_some_and(|c| c as f64 >= next as f64 * UP_MARGIN)
-            });
-        if !calm {
-            self.calm_since = None;
-            return None;
-        }
-        let since = *self.calm_since.get_or_insert(now_us);
-        (now_us.saturating_sub(since) >= UP_SUSTAIN_US)
-            .then(|| self.go(self.step + 1, now_us, SwitchReason::Headroom))
+                .is_none_or(|d| now_us.saturating_sub(d) >= UP_HOLD_US);
+        let capacity = self.capacity_bps();
+        let room = |margin: f64| {
+            quiet
+                && next
+                    .zip(capacity)
+                    .is_some_and(|(n, c)| c as f64 >= n as f64 * margin)
+        };
+        let held = |since: &mut Option<u64>, holds: bool, sustain: u64| {
+            if !holds {
+                *since = None;
+                return false;
+            }
+            now_us.saturating_sub(*since.get_or_insert(now_us)) >= sustain
+        };
+        let up = held(&mut self.calm_since, room(UP_MARGIN), UP_SUSTAIN_US);
+        let probe = held(
+            &mut self.probe_since,
+            room(UP_PROBE_MARGIN),
+            UP_PROBE_SUSTAIN_US,
+        );
+        (up || probe).then(|| self.go(self.step + 1, now_us, SwitchReason::Headroom))
     }
 
     fn go(&mut self, step: usize, now_us: u64, reason: SwitchReason) -> Switch {
         let from = self.current();
         self.step = step;
         self.calm_since = None;
+        self.probe_since = None;
         if reason == SwitchReason::Headroom {
             self.last_up_at = Some(now_us);
         } else {
@@ -449,6 +471,40 @@ mod tests {
             (cut + SETTLE_US..cut + SETTLE_US + S).contains(&forgiven),
             "down at {forgiven} µs, settled at {cut} µs"
         );
+    }
+
+    /// Capacity samples a quarter below the next rendition's margin (as small keyframes
+    /// read a fast path): the climb waits for the longer calm, and takes it.
+    #[test]
+    fn a_capacity_read_low_still_climbs_after_a_longer_calm() {
+        let mut abr = Abr::new(&LADDER, None, 0);
+        let next = LADDER[MID] as f64;
+        let read = (next * 1.2) as u64; // below UP_MARGIN, above UP_PROBE_MARGIN
+        let mut up_at = None;
+        for t in (0..20 * S).step_by(40 * MS as usize) {
+            let key = t % S == 0;
+            let (bytes, delay) = if key {
+                (8_000, 60_000)
+            } else {
+                (1_000, 20_000)
+            };
+            abr.on_object(t, bytes, Some(delay));
+            if key {
+                // One sample at the read rate replaces what the sizes above would say.
+                abr.capacity.clear();
+                abr.capacity.push_back((t, read));
+            }
+            if let Some(s) = abr.poll(t) {
+                assert_eq!(s.reason, SwitchReason::Headroom);
+                up_at.get_or_insert(t);
+            }
+        }
+        let up_at = up_at.expect("climbs");
+        assert!(
+            up_at >= UP_PROBE_SUSTAIN_US,
+            "up at {up_at} µs: too soon for the small margin"
+        );
+        assert!(up_at < UP_PROBE_SUSTAIN_US + 2 * S, "up at {up_at} µs");
     }
 
     #[test]

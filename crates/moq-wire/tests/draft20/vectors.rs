@@ -23,6 +23,28 @@ pub fn check(message: ControlMessage, expected: &str) {
     );
 }
 
+/// A SUBSCRIBE of anon/demo "video" with only `filter`, and its bytes given the filter's
+/// value (`value`, after the parameter type).
+pub fn check_filter(filter: FilterType, value: &str) {
+    let message = Subscribe {
+        request_id: 4,
+        namespace: super::samples::namespace(),
+        track_name: b"video".to_vec(),
+        subscriber_priority: 128,
+        group_order: GroupOrder::Publisher,
+        forward: true,
+        filter,
+        params: Parameters::new(),
+        fill: None,
+    };
+    let body = format!("04 {NAMESPACE} {VIDEO} 01 21 {value}");
+    let len = super::common::hex(&body).len();
+    check(
+        ControlMessage::Subscribe(message),
+        &format!("03 {len:04x} {body}"),
+    );
+}
+
 // Pieces that recur: the namespace ("anon", "demo") and the track name "video".
 pub const NAMESPACE: &str = "02 04 616e6f6e 04 64656d6f";
 pub const VIDEO: &str = "05 766964656f";

@@ -6,33 +6,11 @@ use moq_wire::message::*;
 use super::common::samples::subscribe;
 use super::common::violation;
 use super::malformed::{new_request, subscribe_with};
-use super::vectors::{NAMESPACE, VIDEO, check};
+use super::vectors::{NAMESPACE, VIDEO, check, check_filter};
 
 /// The LOCATION_FILTER value (as the model keeps it in a REQUEST_UPDATE's parameters) of an
 /// AbsoluteRange from {5, 0} to group 10: type ABSOLUTE_GROUP_END (3), then 5, 0, 5.
 pub const RANGE_5_0_TO_GROUP_10: &[u8] = &[0x03, 0x05, 0x00, 0x05];
-
-/// A SUBSCRIBE of anon/demo "video" with only `filter`, and its bytes given the filter's
-/// value (`value`, after the parameter type).
-fn check_filter(filter: FilterType, value: &str) {
-    let message = Subscribe {
-        request_id: 4,
-        namespace: super::samples::namespace(),
-        track_name: b"video".to_vec(),
-        subscriber_priority: 128,
-        group_order: GroupOrder::Publisher,
-        forward: true,
-        filter,
-        params: Parameters::new(),
-        fill: None,
-    };
-    let body = format!("04 {NAMESPACE} {VIDEO} 01 21 {value}");
-    let len = super::common::hex(&body).len();
-    check(
-        ControlMessage::Subscribe(message),
-        &format!("03 {len:04x} {body}"),
-    );
-}
 
 #[test]
 fn every_filter_form() {

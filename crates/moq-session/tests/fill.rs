@@ -6,13 +6,11 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Raw20, WAIT, serve};
-use moq_session::{FilterType, GroupOrder, Location, Priority, parse_namespace};
+use common::{Raw20, WAIT, serve, subscribe_video};
+use moq_session::{FilterType, Location, Priority};
 use moq_wire::codec::RequestKind;
 use moq_wire::draft20::{FetchObject, FetchObjectReader};
-use moq_wire::message::{
-    ControlMessage, DataStreamHeader, FetchHeader, Fill, Parameters, Subscribe,
-};
+use moq_wire::message::{ControlMessage, DataStreamHeader, FetchHeader, Fill, Subscribe};
 
 const PRIORITY: Priority = Priority {
     class: 2,
@@ -42,18 +40,11 @@ async fn a_live_join_gets_the_current_group_head_in_its_fill_and_the_rest_subscr
         }
         let peer = Raw20::connect(&served.url, &served.trust, draft).await;
         let subscribe = Subscribe {
-            request_id: 0,
-            namespace: parse_namespace("live").unwrap(),
-            track_name: b"video".to_vec(),
-            subscriber_priority: 128,
-            group_order: GroupOrder::Publisher,
-            forward: true,
-            filter: FilterType::LargestObject,
-            params: Parameters::new(),
             fill: Some(Fill {
                 filter: Some(FilterType::GroupsBack(0)),
                 ..Fill::default()
             }),
+            ..subscribe_video(0)
         };
         let (_send, mut recv) = peer.request(&ControlMessage::Subscribe(subscribe)).await;
         let ControlMessage::SubscribeOk(ok) =

@@ -6,13 +6,12 @@
 //!
 //! Loopback only, a port picked by the OS, a timeout on every wait.
 
-use common::{Raw20, Served, WAIT, serve};
+use common::{Raw20, Served, WAIT, serve, subscribe_video};
 use moq_session::{
-    FilterType, GroupOrder, Session, SessionConfig, SubscribeOptions, TrackNamespace, Versions,
-    connect, parse_namespace,
+    Session, SessionConfig, SubscribeOptions, TrackNamespace, Versions, connect, parse_namespace,
 };
 use moq_wire::codec::RequestKind;
-use moq_wire::message::{ControlMessage, Parameters, Subscribe};
+use moq_wire::message::ControlMessage;
 
 #[allow(dead_code)] // What only other test files use.
 mod common;
@@ -114,17 +113,7 @@ async fn a_subscription_cancelled_with_stop_sending_ends_and_the_track_is_served
         let peer = Raw20::connect(&served.url, &served.trust, draft).await;
         for round in 0..ROUNDS as u64 {
             let request_id = 2 * round;
-            let subscribe = Subscribe {
-                request_id,
-                namespace: parse_namespace("live").unwrap(),
-                track_name: b"video".to_vec(),
-                subscriber_priority: 128,
-                group_order: GroupOrder::Publisher,
-                forward: true,
-                filter: FilterType::LargestObject,
-                params: Parameters::new(),
-                fill: None,
-            };
+            let subscribe = subscribe_video(request_id);
             let (mut send, mut recv) = peer.request(&ControlMessage::Subscribe(subscribe)).await;
             let reply = peer
                 .answer(&mut recv, request_id, RequestKind::Subscribe)

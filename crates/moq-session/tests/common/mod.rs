@@ -13,7 +13,9 @@ use moq_session::{
 };
 use moq_wire::DecodeError;
 use moq_wire::codec::{Channel, Codec, NoRequests, RequestKind, StreamRequest};
-use moq_wire::message::{ClientSetup, ControlMessage, Parameters};
+use moq_wire::message::{
+    ClientSetup, ControlMessage, FilterType, GroupOrder, Parameters, Subscribe,
+};
 use tokio::sync::mpsc;
 
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -140,4 +142,19 @@ pub async fn write(codec: &dyn Codec, send: &mut quinn::SendStream, msg: &Contro
     let mut bytes = Vec::new();
     codec.encode_control(msg, &NoRequests, &mut bytes).unwrap();
     send.write_all(&bytes).await.unwrap();
+}
+
+/// A SUBSCRIBE of track "video" of broadcast `live` from the next object on.
+pub fn subscribe_video(request_id: u64) -> Subscribe {
+    Subscribe {
+        request_id,
+        namespace: parse_namespace("live").unwrap(),
+        track_name: b"video".to_vec(),
+        subscriber_priority: 128,
+        group_order: GroupOrder::Publisher,
+        forward: true,
+        filter: FilterType::LargestObject,
+        params: Parameters::new(),
+        fill: None,
+    }
 }

@@ -36,6 +36,10 @@ const CONTROL_STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
 /// (quinn does). QUIC's default, 25 ms, would count as queueing delay in the path
 /// estimate of a live stream whose frames are a packet or two each.
 const MEDIA_ACK_DELAY: Duration = Duration::from_millis(2);
+/// Bidirectional streams a peer may open at once: from draft-17 on each request is one, so
+/// as many requests as older drafts grant with MAX_REQUEST_ID, and a control stream and a
+/// draft-16 SUBSCRIBE_NAMESPACE stream beside them.
+const BIDI_STREAMS: u32 = crate::session::REQUEST_WINDOW as u32 + 2;
 /// Handshakes a server has under way at once; more wait in the kernel or time out.
 const MAX_INCOMING: usize = 256;
 
@@ -50,7 +54,7 @@ pub fn transport_config(receives_media: bool, prompt_acks: bool) -> quinn::Trans
     let idle = quinn::IdleTimeout::try_from(IDLE_TIMEOUT).ok();
     t.max_idle_timeout(idle)
         .keep_alive_interval(Some(KEEP_ALIVE))
-        .max_concurrent_bidi_streams(4u32.into());
+        .max_concurrent_bidi_streams(BIDI_STREAMS.into());
     if receives_media {
         t.max_concurrent_uni_streams(MAX_MEDIA_STREAMS.into())
             .receive_window(MEDIA_RECEIVE_WINDOW.into())

@@ -256,12 +256,14 @@ fn code(v: u64) -> quinn::VarInt {
 
 /// The writer task: every message of the session goes through here, to the stream its
 /// route names. Ends when the session drops its queue or a write to the control stream
-/// fails (the error is returned, to close the session with).
+/// fails (the error is returned, to close the session with). It hands the readers of the
+/// request streams it opens a way back to its queue, but holds only a weak one itself: a
+/// queue it kept open would keep it, its streams and the connection alive for ever.
 pub(crate) async fn write_control(
     conn: quinn::Connection,
     mut control: quinn::SendStream,
     codec: Codec,
-    (outbound_tx, mut rx): (mpsc::Sender<Outbound>, mpsc::Receiver<Outbound>),
+    (queue, mut rx): (mpsc::WeakSender<Outbound>, mpsc::Receiver<Outbound>),
     inbound: InboundSender,
 ) -> Result<(), SessionError> {
     // Control messages go before any object data.
@@ -296,6 +298,10 @@ pub(crate) async fn write_control(
                 let (stop, stopped) = oneshot::channel();
                 let peer_stop = stop_sending(&send);
                 streams.insert(request.request_id, RequestStream { send, stop });
+                let Some(queue) = queue.upgrade() else {
+                    // The session is gone; nobody would read the answer.
+                    continue;
+                };
                 let reader =
                     ControlReader::with_codec(recv, codec.clone(), Channel::Request(request));
                 tokio::spawn(read_request_stream(
@@ -303,7 +309,7 @@ pub(crate) async fn write_control(
                     request,
                     stopped,
                     peer_stop,
-                    outbound_tx.clone(),
+                    queue,
                     inbound.clone(),
                 ));
             }

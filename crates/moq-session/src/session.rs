@@ -507,7 +507,7 @@ impl Session {
             conn.clone(),
             send,
             codec.clone(),
-            (control_tx.clone(), control_rx),
+            (control_tx.downgrade(), control_rx),
             inbound_tx.clone(),
         );
         let closer = conn.clone();

@@ -6,7 +6,7 @@ use moq_wire::message::*;
 use super::common::samples::subscribe;
 use super::common::violation;
 use super::malformed::{new_request, subscribe_with};
-use super::vectors::{NAMESPACE, VIDEO, check, check_filter};
+use super::vectors::{NAMESPACE, VIDEO, check, check_filter, live_join};
 
 /// The LOCATION_FILTER value (as the model keeps it in a REQUEST_UPDATE's parameters) of an
 /// AbsoluteRange from {5, 0} to group 10: the integers 5, 0, 5 without their length.
@@ -54,16 +54,7 @@ fn subscribe_message() {
 #[test]
 fn a_live_join_is_the_next_object_with_the_current_group_filled() {
     check(
-        ControlMessage::Subscribe(Subscribe {
-            subscriber_priority: 128,
-            group_order: GroupOrder::Publisher,
-            params: Parameters::new(),
-            fill: Some(Fill {
-                filter: Some(FilterType::GroupsBack(0)),
-                ..Fill::default()
-            }),
-            ..subscribe(FilterType::LargestObject)
-        }),
+        live_join(),
         &format!(
             "03 001d 04 {NAMESPACE} {VIDEO}
              02           // two parameters

@@ -45,6 +45,20 @@ pub fn check_filter(filter: FilterType, value: &str) {
     );
 }
 
+/// A live join: a SUBSCRIBE of the next object whose fill asks for the current group.
+pub fn live_join() -> ControlMessage {
+    ControlMessage::Subscribe(Subscribe {
+        subscriber_priority: 128,
+        group_order: GroupOrder::Publisher,
+        params: Parameters::new(),
+        fill: Some(Fill {
+            filter: Some(FilterType::GroupsBack(0)),
+            ..Fill::default()
+        }),
+        ..subscribe(FilterType::LargestObject)
+    })
+}
+
 // Pieces that recur: the namespace ("anon", "demo") and the track name "video".
 pub const NAMESPACE: &str = "02 04 616e6f6e 04 64656d6f";
 pub const VIDEO: &str = "05 766964656f";

@@ -3,10 +3,9 @@
 
 use moq_wire::message::*;
 
-use super::common::samples::subscribe;
 use super::common::violation;
 use super::malformed::{new_request, subscribe_with};
-use super::vectors::{NAMESPACE, VIDEO, check, check_filter};
+use super::vectors::{NAMESPACE, VIDEO, check, check_filter, live_join};
 
 /// The LOCATION_FILTER value (as the model keeps it in a REQUEST_UPDATE's parameters) of an
 /// AbsoluteRange from {5, 0} to group 10: type ABSOLUTE_GROUP_END (3), then 5, 0, 5.
@@ -54,16 +53,7 @@ fn a_typed_start_of_zero_is_a_start_not_the_next_object() {
 #[test]
 fn a_live_join_is_the_next_object_with_the_current_group_filled() {
     check(
-        ControlMessage::Subscribe(Subscribe {
-            subscriber_priority: 128,
-            group_order: GroupOrder::Publisher,
-            params: Parameters::new(),
-            fill: Some(Fill {
-                filter: Some(FilterType::GroupsBack(0)),
-                ..Fill::default()
-            }),
-            ..subscribe(FilterType::LargestObject)
-        }),
+        live_join(),
         &format!(
             "03 001b 04 {NAMESPACE} {VIDEO}
              02           // two parameters

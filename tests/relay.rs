@@ -42,6 +42,21 @@ fn expected_draft() -> String {
     })
 }
 
+/// How many element messages named `name` `pipeline` has posted so far.
+fn count_messages(pipeline: &gst::Pipeline, name: &'static str) -> Arc<Mutex<usize>> {
+    let counted = Arc::new(Mutex::new(0));
+    let count = counted.clone();
+    pipeline.bus().unwrap().set_sync_handler(move |_, msg| {
+        if let gst::MessageView::Element(e) = msg.view()
+            && e.structure().is_some_and(|s| s.name() == name)
+        {
+            *count.lock().unwrap() += 1;
+        }
+        gst::BusSyncReply::Pass
+    });
+    counted
+}
+
 fn relay_binary() -> PathBuf {
     let candidates = std::env::var_os("MOQ_RELAY")
         .map(PathBuf::from)
@@ -1246,20 +1261,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
         root.url(),
         root.fingerprint
     ));
-    let moved = Arc::new(Mutex::new(false));
-    let seen = moved.clone();
-    sender
-        .pipeline
-        .bus()
-        .unwrap()
-        .set_sync_handler(move |_, msg| {
-            if let gst::MessageView::Element(e) = msg.view()
-                && e.structure().is_some_and(|s| s.name() == "moq-moved")
-            {
-                *seen.lock().unwrap() = true;
-            }
-            gst::BusSyncReply::Pass
-        });
+    let moved = count_messages(&sender.pipeline, "moq-moved");
     std::thread::sleep(Duration::from_secs(2));
     let viewer = root.subscriber("timeout=30");
     viewer.wait_frames(48, WAIT).expect("plays");
@@ -1284,7 +1286,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
         "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
         frames.len()
     );
-    assert!(*moved.lock().unwrap(), "the publisher moved on GOAWAY");
+    assert!(*moved.lock().unwrap() > 0, "the publisher moved on GOAWAY");
     assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
 }
 
@@ -1307,20 +1309,7 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
         link.local_addr(),
         relay.fingerprint
     )));
-    let announced = Arc::new(Mutex::new(0));
-    let count = announced.clone();
-    sender
-        .pipeline
-        .bus()
-        .unwrap()
-        .set_sync_handler(move |_, msg| {
-            if let gst::MessageView::Element(e) = msg.view()
-                && e.structure().is_some_and(|s| s.name() == "moq-connected")
-            {
-                *count.lock().unwrap() += 1;
-            }
-            gst::BusSyncReply::Pass
-        });
+    let announced = count_messages(&sender.pipeline, "moq-connected");
     std::thread::sleep(Duration::from_secs(2));
     let viewer = relay.subscriber("timeout=30");
     viewer.wait_frames(48, WAIT).expect("plays");

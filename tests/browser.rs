@@ -40,23 +40,6 @@ const MOQ_EPOCH_UNIX_MS: f64 = 1_577_836_800_000.0;
 /// The runner's exit status when Chromium cannot start (tools/browser/watch.mjs).
 const CHROMIUM_CANNOT_START: i32 = 3;
 
-fn relay_binary() -> PathBuf {
-    std::env::var_os("MOQ_RELAY")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("moq-relay"))
-                .collect::<Vec<_>>()
-        }))
-        .chain(
-            std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/moqsink-tools/bin/moq-relay")),
-        )
-        .find(|p| p.is_file())
-        .expect("moq-relay not found: run pipelines/install-moq-relay.sh or set MOQ_RELAY")
-}
-
 /// A port free for both UDP (QUIC) and TCP (the relay's HTTP side) on 127.0.0.1.
 fn free_port_pair() -> u16 {
     (0..50)

@@ -57,30 +57,6 @@ fn count_messages(pipeline: &gst::Pipeline, name: &'static str) -> Arc<Mutex<usi
     counted
 }
 
-fn relay_binary() -> PathBuf {
-    let candidates = std::env::var_os("MOQ_RELAY")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("moq-relay"))
-                .collect::<Vec<_>>()
-        }))
-        .chain(
-            std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/moqsink-tools/bin/moq-relay")),
-        );
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "moq-relay not found: run pipelines/install-moq-relay.sh (pipelines/test.sh does), \
-             or set MOQ_RELAY to the binary"
-            )
-        })
-}
-
 /// A moq-relay on 127.0.0.1 with its own self-signed certificate.
 struct Relay {
     child: Option<Child>,

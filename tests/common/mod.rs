@@ -716,3 +716,29 @@ pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
         "every received AU decoded"
     );
 }
+
+/// moq-relay for the tests that run one: `MOQ_RELAY`, `PATH`, or where
+/// pipelines/install-moq-relay.sh puts it.
+pub fn relay_binary() -> std::path::PathBuf {
+    let candidates = std::env::var_os("MOQ_RELAY")
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("moq-relay"))
+                .collect::<Vec<_>>()
+        }))
+        .chain(
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".cache/moqsink-tools/bin/moq-relay")),
+        );
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "moq-relay not found: run pipelines/install-moq-relay.sh (pipelines/test.sh does), \
+             or set MOQ_RELAY to the binary"
+            )
+        })
+}

@@ -29,8 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(5);
     gst::init()?;
-    gstmoqsink::plugin_register_static()?;
-    gstmoqsrc::plugin_register_static()?;
+    gstmoqt::plugin_register_static()?;
 
     // The publisher: frames the application makes, encoded and served.
     let port = std::net::UdpSocket::bind("127.0.0.1:0")?

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-cargo build --release --locked -p gst-plugin-moqsink -p gst-plugin-moqsrc
+cargo build --release --locked -p gst-plugin-moqt
 export GST_PLUGIN_PATH="$PWD/target/release${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 exec gst-launch-1.0 -e -m \
     videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=640,height=360,framerate=24/1 \

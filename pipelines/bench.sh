@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-cargo build --release --locked -p gst-plugin-moqsink -p gst-plugin-moqsrc -p moq-bench
+cargo build --release --locked -p gst-plugin-moqt -p moq-bench
 out="${1:-bench-results}"
 shift || true
 mkdir -p "$out"

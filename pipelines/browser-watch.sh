@@ -14,7 +14,7 @@ fi
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 relay_bin="${MOQ_RELAY:-$(bash pipelines/install-moq-relay.sh)}"
-cargo build --locked -p gst-plugin-moqsink
+cargo build --locked -p gst-plugin-moqt
 (cd tools/browser && npm ci --no-audit --no-fund >/dev/null)
 
 # One port number for the relay's QUIC (UDP) and HTTP (TCP) sides: the page fetches the

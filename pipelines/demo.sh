@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-cargo build --release --locked -p gst-plugin-moqsink -p gst-plugin-moqsrc -p moq-demo
+cargo build --release --locked -p gst-plugin-moqt -p moq-demo
 export GST_PLUGIN_PATH="$PWD/target/release${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 exec target/release/moq-demo --seconds "${1:-10}"

@@ -184,3 +184,36 @@ fn every_draft_plays_and_moqsrc_reports_the_one_in_use() {
         );
     }
 }
+
+/// One library registers both elements, and however many of them a process runs, their
+/// network tasks share one runtime: its worker threads, no more (two runtimes, one per
+/// element, would show twice as many).
+#[test]
+fn one_plugin_registers_both_elements_on_one_shared_runtime() {
+    init();
+    let features: Vec<String> = gst::Registry::get()
+        .features_by_plugin("moqt")
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect();
+    assert!(
+        features.contains(&"moqsink".to_owned()) && features.contains(&"moqsrc".to_owned()),
+        "plugin moqt registers {features:?}"
+    );
+    let senders = [Sender::start(""), Sender::start("")];
+    let receivers: Vec<Receiver> = senders.iter().map(Receiver::of).collect();
+    for receiver in &receivers {
+        receiver.wait_frames(24, WAIT).expect("plays");
+    }
+    let runtime_threads = std::fs::read_dir("/proc/self/task")
+        .expect("the process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == moq_session::blocking::RUNTIME_THREAD_NAME)
+        .count();
+    assert_eq!(
+        runtime_threads,
+        moq_session::blocking::RUNTIME_WORKERS,
+        "threads named {:?} with two moqsinks and two moqsrcs playing",
+        moq_session::blocking::RUNTIME_THREAD_NAME
+    );
+}

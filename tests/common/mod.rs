@@ -32,8 +32,7 @@ pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         gst::init().expect("GStreamer initialises");
-        gstmoqsink::plugin_register_static().expect("moqsink registers");
-        gstmoqsrc::plugin_register_static().expect("moqsrc registers");
+        gstmoqt::plugin_register_static().expect("moqsink and moqsrc register");
         let missing: Vec<_> = [
             "videotestsrc",
             "x264enc",
@@ -53,7 +52,7 @@ pub fn init() {
     });
 }
 
-/// The directory of the built plugin libraries (next to the test binaries' `deps`), for
+/// The directory of the built plugin library (next to the test binaries' `deps`), for
 /// child processes that load them.
 pub fn plugin_dir() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -62,8 +61,8 @@ pub fn plugin_dir() -> std::path::PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target/<profile>/deps");
     assert!(
-        dir.join("libgstmoqsrc.so").exists() && dir.join("libgstmoqsink.so").exists(),
-        "{} has no plugin libraries: build them first (cargo build --workspace; pipelines/test.sh does)",
+        dir.join("libgstmoqt.so").exists(),
+        "{} has no libgstmoqt.so: build them first (cargo build --workspace; pipelines/test.sh does)",
         dir.display()
     );
     dir.to_path_buf()

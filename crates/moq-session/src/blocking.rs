@@ -2,21 +2,34 @@
 //!
 //! GStreamer calls element methods on its own threads and expects `unlock()` to make a
 //! blocked streaming thread return promptly; [`Canceller::block_on`] lets a synchronous
-//! caller wait on a future in the plugin's runtime and be woken by [`Canceller::cancel`].
+//! caller wait on a future in the shared [`runtime`] and be woken by [`Canceller::cancel`].
+
+use std::sync::LazyLock;
 
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
 
-/// A small multi-threaded runtime for one plugin's network tasks. Fails only when the
-/// process cannot create threads at all, where no element could work anyway.
+/// How many threads run the network tasks of every moqsink and moqsrc in a process.
+pub const RUNTIME_WORKERS: usize = 2;
+
+/// What the runtime's threads are called (`top -H`, `/proc/<pid>/task/*/comm`).
+pub const RUNTIME_THREAD_NAME: &str = "moq-net";
+
+/// The process's one runtime for network tasks, shared by every element instance of both
+/// elements: a pipeline with a moqsink and a moqsrc runs two threads, not two runtimes.
+/// Started on first use; fails only when the process cannot create threads at all, where
+/// no element could work anyway.
 #[allow(clippy::expect_used)]
-pub fn runtime(thread_name: &str) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(thread_name)
-        .enable_all()
-        .build()
-        .expect("cannot start the network runtime")
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_WORKERS)
+            .thread_name(RUNTIME_THREAD_NAME)
+            .enable_all()
+            .build()
+            .expect("cannot start the network runtime")
+    });
+    &RUNTIME
 }
 
 /// The wait was interrupted by [`Canceller::cancel`].

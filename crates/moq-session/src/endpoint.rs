@@ -1,6 +1,6 @@
 //! QUIC endpoints: a server that accepts MoQ sessions, and client connections.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -312,14 +312,12 @@ pub async fn connect_quic(
     versions: Versions,
 ) -> Result<quinn::Connection, SessionError> {
     let authority = url.authority();
-    let addr = tokio::task::spawn_blocking({
-        let authority = authority.clone();
-        move || authority.to_socket_addrs().map(|mut a| a.next())
-    })
-    .await
-    .map_err(endpoint_error)?
-    .map_err(|_| SessionError::Resolve(authority.clone()))?
-    .ok_or(SessionError::Resolve(authority))?;
+    // An address literal is parsed in place; only a host name goes to the resolver.
+    let resolved = tokio::net::lookup_host(authority.as_str())
+        .await
+        .ok()
+        .and_then(|mut addrs| addrs.next());
+    let addr = resolved.ok_or(SessionError::Resolve(authority))?;
     let bind = if addr.is_ipv6() {
         SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
     } else {

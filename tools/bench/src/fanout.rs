@@ -74,7 +74,8 @@ pub struct Options {
     pub counts: Vec<usize>,
     pub warmup_s: u64,
     pub measure_s: u64,
-    /// Another build's moqsink (a directory with `libgstmoqsink.so`) and its label: the
+    /// Another build's moqsink (a directory with `libgstmoqt.so`, or `libgstmoqsink.so` of
+    /// an older build) and its label: the
     /// direct path is also measured with it, side by side with this build's.
     pub other_sink: Option<(String, PathBuf)>,
     pub relay: bool,
@@ -117,9 +118,13 @@ pub struct Build {
 
 impl Build {
     fn new(label: &str, dir: &Path) -> Result<Build, String> {
-        if !dir.join("libgstmoqsink.so").is_file() {
+        // libgstmoqt.so since both elements share one plugin; libgstmoqsink.so before.
+        if !["libgstmoqt.so", "libgstmoqsink.so"]
+            .iter()
+            .any(|lib| dir.join(lib).is_file())
+        {
             return Err(format!(
-                "{}: no libgstmoqsink.so (build it with cargo build --release -p gst-plugin-moqsink)",
+                "{}: no libgstmoqt.so (build it with cargo build --release -p gst-plugin-moqt)",
                 dir.display()
             ));
         }

@@ -70,7 +70,7 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --counts a,b       subscriber counts (default 1,10,50,100,200)
   --warmup S         seconds after all subscribers receive media before measuring (default 3)
   --measure S        seconds measured per run (default 20)
-  --sink-plugin-dir DIR  also run the direct fan-out with the moqsink in DIR (libgstmoqsink.so
+  --sink-plugin-dir DIR  also run the direct fan-out with the moqsink in DIR (libgstmoqt.so
                      of another build), side by side with this build's
   --sink-label NAME  what to call that build in the results (default other)
   --no-relay         skip the runs through moq-relay

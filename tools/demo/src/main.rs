@@ -105,7 +105,7 @@ fn run() -> Result<(), String> {
     for element in ["moqsink", "moqsrc"] {
         if gst::ElementFactory::find(element).is_none() {
             return Err(format!(
-                "element {element} not found: set GST_PLUGIN_PATH to the directory with libgst{element}.so"
+                "element {element} not found: set GST_PLUGIN_PATH to the directory with libgstmoqt.so"
             ));
         }
     }

@@ -36,8 +36,7 @@ pub fn init() -> Result<(), String> {
     static INIT: OnceLock<Result<(), String>> = OnceLock::new();
     INIT.get_or_init(|| {
         gst::init().map_err(|e| format!("GStreamer does not initialise: {e}"))?;
-        gstmoqsink::plugin_register_static().map_err(|e| format!("moqsink: {e}"))?;
-        gstmoqsrc::plugin_register_static().map_err(|e| format!("moqsrc: {e}"))?;
+        gstmoqt::plugin_register_static().map_err(|e| format!("moqsink and moqsrc: {e}"))?;
         let missing: Vec<_> = [
             "videotestsrc",
             "compositor",

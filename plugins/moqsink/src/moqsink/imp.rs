@@ -28,7 +28,7 @@ use super::publisher::{AuTiming, Dropped, MediaTrack, Publisher, TrackId};
 use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
 use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
-use crate::RUNTIME;
+use moq_session::blocking::runtime;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -332,7 +332,7 @@ impl MoqSink {
         destination: Destination,
         broadcast: &Broadcast,
     ) -> Result<Link, gst::ErrorMessage> {
-        let _guard = RUNTIME.enter();
+        let _guard = runtime().enter();
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
         let trust_of = |url: &MoqUrl, own: &QuerySettings| {
@@ -361,7 +361,7 @@ impl MoqSink {
                     "publishing {} through {url}",
                     located.namespace.to_path()
                 );
-                RUNTIME.spawn(forward_relay_events(
+                runtime().spawn(forward_relay_events(
                     self.obj().downgrade(),
                     url.to_string(),
                     events_rx,
@@ -430,7 +430,7 @@ impl MoqSink {
             imp = self,
             "listening on {bound}, certificate SHA-256 {fingerprint}"
         );
-        RUNTIME.spawn(forward_server_events(self.obj().downgrade(), events_rx));
+        runtime().spawn(forward_server_events(self.obj().downgrade(), events_rx));
         self.post_message(
             "moq-listening",
             &[
@@ -798,7 +798,7 @@ impl MoqSink {
             adapting: None,
             renditions: HashMap::new(),
         });
-        let adapting = RUNTIME.spawn(adapt_loop(self.obj().downgrade()));
+        let adapting = runtime().spawn(adapt_loop(self.obj().downgrade()));
         if let Some(started) = lock(&self.state).as_mut() {
             started.adapting = Some(adapting);
         }

@@ -16,7 +16,7 @@ use moq_session::blocking::Canceller;
 use super::caps::{self, MediaKind};
 use super::imp::unix_now_us;
 use super::publisher::{AuTiming, TrackId};
-use crate::RUNTIME;
+use moq_session::blocking::runtime;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -209,7 +209,7 @@ mod imp {
                     "EOS on every pad: waiting for {} subscription(s) to drain",
                     broadcast.active_subscriptions()
                 );
-                let drained = self.canceller.block_on(RUNTIME.handle(), async {
+                let drained = self.canceller.block_on(runtime().handle(), async {
                     tokio::time::timeout(EOS_DRAIN_TIMEOUT, broadcast.drained()).await
                 });
                 if !matches!(drained, Ok(Ok(()))) {

@@ -21,7 +21,7 @@ use super::receiver::{
     self, Control, EVENT_QUEUE, Event, Item, Payload, ReceiverConfig, Server, TrackFeed,
     unix_now_us,
 };
-use crate::RUNTIME;
+use moq_session::blocking::runtime;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -321,8 +321,8 @@ impl MoqSrc {
         *lock(&self.player) = Some(player);
         *lock(&self.catalog) = (0, None);
         *lock(&self.group_id) = Some(gst::GroupId::next());
-        let worker = RUNTIME.spawn(receiver::run(config, events_tx, control_rx));
-        let events = RUNTIME.spawn(handle_events(self.obj().downgrade(), events));
+        let worker = runtime().spawn(receiver::run(config, events_tx, control_rx));
+        let events = runtime().spawn(handle_events(self.obj().downgrade(), events));
         *lock(&self.started) = Some(Started {
             worker,
             events,
@@ -714,7 +714,7 @@ impl MoqSrc {
             let deadline = wake_at
                 .map(|at| Instant::now() + Duration::from_nanos(at.saturating_sub(now.running)));
             let items = &mut stream.items;
-            let next = self.canceller.block_on(RUNTIME.handle(), async {
+            let next = self.canceller.block_on(runtime().handle(), async {
                 match deadline {
                     Some(at) => tokio::time::timeout_at(at.into(), items.recv()).await.ok(),
                     None => Some(items.recv().await),

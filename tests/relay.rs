@@ -1215,11 +1215,16 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
 /// the viewer's subscription that came through it, and the viewer subscribes again, to the
 /// publisher's new session: a short gap (bounded here at 1 s).
 ///
-/// Out of the test command until its flake is traced: in about one run in four the viewer
-/// lost its session instead (moq-disconnected, then a reconnect) and froze 2.7-13 s.
-/// pipelines/interop.sh still runs it.
+/// Out of the test command: in some runs (2 of 34 on a quiet machine; 1 in 4 before) the
+/// freeze lasts 2.8-13.6 s. Traced with the relays' logs: the node exits at its drain
+/// deadline, and when its closing of the cluster connection does not reach the root, the
+/// root keeps the viewer's subscription on that dead route (the broadcast's other
+/// announcement, the publisher's new session, is not used for it) until the connection's
+/// idle timeout, ~13 s later, and only then ends it (PUBLISH_DONE "internal error"); in
+/// the other runs that PUBLISH_DONE comes within milliseconds of the deadline. The viewer
+/// has no other server to try and waits for it. pipelines/interop.sh still runs it.
 #[test]
-#[ignore = "flaky: the viewer sometimes reconnects and freezes for seconds; run by pipelines/interop.sh"]
+#[ignore = "flaky (moq-relay keeps a subscription on a dead cluster route until its idle timeout); run by pipelines/interop.sh"]
 fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     let root = Relay::start();
     let mut leaf = Relay::start_with_args(&[

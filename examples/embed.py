@@ -49,7 +49,7 @@ def main():
         f"! moqsink name=sink listen=127.0.0.1:{port}"
     )
     sender.set_state(Gst.State.READY)
-    fingerprint = sender.get_by_name("sink").get_property("certificate-fingerprint")
+    fingerprint = sender.get_by_name("sink").get_property("tls-cert-fingerprint")
     frames = sender.get_by_name("frames")
     sender.set_state(Gst.State.PLAYING)
 

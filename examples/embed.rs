@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fingerprint: String = sender
         .by_name("sink")
         .ok_or("no moqsink")?
-        .property::<Option<String>>("certificate-fingerprint")
+        .property::<Option<String>>("tls-cert-fingerprint")
         .ok_or("moqsink has no certificate")?;
     let frames = sender
         .by_name("frames")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Resource-exhaustion soak checks, full length (about 45 minutes on a 2-core machine):
 #   - a subscriber that never reads, 10 min, beside a healthy one, for the delivery modes
-#     baseline, deprioritize-b and skip-gops (sender subscriber-timeout=3600, so only the
-#     backlog budget bounds its memory), then 10 min with the default subscriber-timeout
+#     baseline, deprioritize-b and skip-gops (sender subscriber-stall-timeout=3600000, so only the
+#     backlog budget bounds its memory), then 10 min with the default subscriber-stall-timeout
 #     and a peer that comes back and stalls again after every disconnect;
 #   - a receiver (moqsrc → avdec_h264 → fakesink sync=true) PAUSED for 60 s;
 #   - 1,000 subscriber connect/subscribe/drop cycles beside a continuous subscriber.

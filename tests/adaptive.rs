@@ -89,8 +89,8 @@ fn first_time(samples: &[(f64, u32)], from: f64, ok: impl Fn(u32) -> bool) -> Op
         .map(|(t, _)| *t)
 }
 
-const RATE_CONTROL: &str = "rate-control=encoder target-min-bitrate=150000 \
-    target-max-bitrate=1200000 target-start-bitrate=800000";
+const RATE_CONTROL: &str = "rate-control=encoder encoder-min-bitrate=150000 \
+    encoder-max-bitrate=1200000 encoder-start-bitrate=800000";
 
 #[test]
 fn the_encoder_follows_a_slow_link_down_and_back_up() {
@@ -100,7 +100,7 @@ fn the_encoder_follows_a_slow_link_down_and_back_up() {
     let samples = sample_bitrate(sender.by_name("enc").unwrap());
     sender.set_state(gst::State::Playing).expect("sender plays");
     let receiver = Receiver::start(&format!(
-        "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+        "url=moqt://{}/live tls-fingerprint={fingerprint} media-timeout=20000",
         link.local_addr()
     ));
     std::thread::sleep(Duration::from_secs(25));
@@ -171,15 +171,15 @@ fn with_x264_defaults_the_target_stays_off_the_floor_on_a_changing_link() {
     // answers a new bitrate late.
     let (sender, sink, port) = sender_with(
         "bitrate=600 bframes=3 key-int-max=15 option-string=scenecut=0",
-        "rate-control=encoder target-min-bitrate=150000 target-max-bitrate=1200000 \
-         target-start-bitrate=600000",
+        "rate-control=encoder encoder-min-bitrate=150000 encoder-max-bitrate=1200000 \
+         encoder-start-bitrate=600000",
     );
     let fingerprint = certificate_fingerprint(&sender, &sink);
     let link = link_with_delay(port, &CHANGING, 25);
     let samples = sample_bitrate(sender.by_name("enc").unwrap());
     sender.set_state(gst::State::Playing).expect("sender plays");
     let receiver = Receiver::start(&format!(
-        "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+        "url=moqt://{}/live tls-fingerprint={fingerprint} media-timeout=20000",
         link.local_addr()
     ));
     std::thread::sleep(Duration::from_secs(36));
@@ -227,7 +227,7 @@ fn with_two_subscribers_the_slower_path_sets_the_rate() {
         .iter()
         .map(|l| {
             Receiver::start(&format!(
-                "url=moqt://{}/live tls-fingerprint={fingerprint} timeout=20",
+                "url=moqt://{}/live tls-fingerprint={fingerprint} media-timeout=20000",
                 l.local_addr()
             ))
         })
@@ -284,7 +284,7 @@ fn without_an_encoder_upstream_the_target_is_only_posted() {
         });
     let link = link(sender.port, &[(30, 300)]);
     let receiver = Receiver::start(&format!(
-        "url=moqt://{}/live tls-insecure=true timeout=20",
+        "url=moqt://{}/live tls-insecure=true media-timeout=20000",
         link.local_addr()
     ));
     std::thread::sleep(Duration::from_millis(1500));

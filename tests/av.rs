@@ -144,7 +144,7 @@ fn video_only_and_audio_only_broadcasts_and_track_choices() {
     pipeline.set_state(gst::State::Null).unwrap();
     // A named track that is not in the catalog is an error naming it.
     let pipeline = launch(&format!(
-        "moqsrc url=moqt://127.0.0.1:{port}/live tls-fingerprint={} audio-track=commentary timeout=3 \
+        "moqsrc url=moqt://127.0.0.1:{port}/live tls-fingerprint={} audio-track=commentary media-timeout=3000 \
          ! fakesink",
         sender.fingerprint()
     ));
@@ -164,7 +164,7 @@ fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
     sender.set_state(gst::State::Playing).unwrap();
     let sink = sender.by_name("m").unwrap();
     let fingerprint = sink
-        .property::<Option<String>>("certificate-fingerprint")
+        .property::<Option<String>>("tls-cert-fingerprint")
         .unwrap();
     let receiver = Receiver::start(&format!(
         "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint}"

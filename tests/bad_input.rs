@@ -248,7 +248,7 @@ fn an_unreachable_publisher_is_an_error_naming_the_url_after_the_timeout() {
     let port = free_udp_port();
     let url = format!("moqt://127.0.0.1:{port}/live");
     let pipeline = launch(&format!(
-        "moqsrc url={url} tls-insecure=true timeout=2 ! fakesink"
+        "moqsrc url={url} tls-insecure=true media-timeout=2000 ! fakesink"
     ));
     let started = Instant::now();
     let err = first_error(&pipeline, WAIT);
@@ -265,7 +265,7 @@ fn an_unreachable_publisher_is_an_error_naming_the_url_after_the_timeout() {
 fn a_wrong_fingerprint_is_refused() {
     let sender = Sender::start("");
     let pipeline = launch(&format!(
-        "moqsrc url={} tls-fingerprint={} timeout=2 ! fakesink",
+        "moqsrc url={} tls-fingerprint={} media-timeout=2000 ! fakesink",
         sender.url(),
         "ab".repeat(32)
     ));
@@ -362,7 +362,7 @@ fn properties_set_while_playing_are_refused_with_a_warning() {
 fn a_draft_the_publisher_does_not_speak_is_an_error() {
     let sender = Sender::start("versions=16");
     let pipeline = launch(&format!(
-        "moqsrc url={} tls-insecure=true versions=14 timeout=2 ! fakesink",
+        "moqsrc url={} tls-insecure=true versions=14 media-timeout=2000 ! fakesink",
         sender.url()
     ));
     let err = first_error(&pipeline, WAIT);

@@ -217,3 +217,61 @@ fn one_plugin_registers_both_elements_on_one_shared_runtime() {
         moq_session::blocking::RUNTIME_THREAD_NAME
     );
 }
+
+/// A launch line with the old property names still works: each sets its new property,
+/// converted (seconds to ms, guint to guint64), reads back as before, and each instance
+/// warns once per old name on the bus when it starts.
+#[test]
+fn old_property_names_still_work_and_warn_once() {
+    init();
+    let pipeline = launch(
+        "videotestsrc is-live=true ! x264enc ! h264parse ! moqsink name=sink listen=127.0.0.1:0 \
+         subscriber-timeout=3 target-max-bitrate=900000 \
+         moqsrc name=src url=moqt://127.0.0.1:9/live timeout=5 max-bitrate=700000 ! fakesink",
+    );
+    let sink = pipeline.by_name("sink").unwrap();
+    let src = pipeline.by_name("src").unwrap();
+    assert_eq!(sink.property::<u32>("subscriber-stall-timeout"), 3000);
+    assert_eq!(sink.property::<u64>("encoder-max-bitrate"), 900_000);
+    assert_eq!(src.property::<u32>("media-timeout"), 5000);
+    assert_eq!(src.property::<u64>("abr-max-bitrate"), 700_000);
+    assert_eq!(sink.property::<u32>("subscriber-timeout"), 3);
+    assert_eq!(src.property::<u32>("max-bitrate"), 700_000);
+    let warnings = || {
+        let bus = pipeline.bus().unwrap();
+        std::iter::from_fn(|| bus.pop_filtered(&[gst::MessageType::Warning]))
+            .filter_map(|m| match m.view() {
+                gst::MessageView::Warning(w) => Some(w.error().to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    pipeline.set_state(gst::State::Ready).unwrap();
+    let first = warnings();
+    eprintln!("{first:#?}");
+    for old in [
+        "subscriber-timeout",
+        "target-max-bitrate",
+        "timeout",
+        "max-bitrate",
+    ] {
+        assert_eq!(
+            first
+                .iter()
+                .filter(|w| w.starts_with(&format!("property {old} ")))
+                .count(),
+            1,
+            "one warning for {old}: {first:?}"
+        );
+    }
+    assert!(
+        first
+            .iter()
+            .any(|w| w.contains("use media-timeout (milliseconds)")),
+        "the warning names the new property and its unit: {first:?}"
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
+    pipeline.set_state(gst::State::Ready).unwrap();
+    assert!(warnings().is_empty(), "warned once per instance");
+    pipeline.set_state(gst::State::Null).unwrap();
+}

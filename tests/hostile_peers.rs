@@ -176,7 +176,7 @@ fn subscriber_keyframe_requests_reach_the_encoder_at_most_once_per_gop() {
 
 #[test]
 fn a_subscriber_that_never_reads_is_disconnected_and_others_keep_playing() {
-    let sender = Sender::start("subscriber-timeout=3");
+    let sender = Sender::start("subscriber-stall-timeout=3000");
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
     receiver.wait_frames(24, WAIT).expect("plays");
     let before = (receiver.frames().len(), sender.sent().len());
@@ -309,7 +309,7 @@ fn sessions_beyond_max_subscribers_are_refused() {
     drop(second);
     // Room again once one leaves (the idle timeout ends its session at the latest).
     let third = Receiver::start(&format!(
-        "url={} tls-insecure=true timeout=20",
+        "url={} tls-insecure=true media-timeout=20000",
         sender.url()
     ));
     third.wait_frames(10, WAIT).expect("a later viewer plays");
@@ -544,7 +544,7 @@ fn a_catalog_with_a_zero_framerate_denominator_is_a_clear_error() {
     let publisher = HostilePublisher::start();
     let _tracks = publisher.with_catalog([24, 0]);
     let receiver = Receiver::start(&format!(
-        "url={} tls-insecure=true timeout=2",
+        "url={} tls-insecure=true media-timeout=2000",
         publisher.url()
     ));
     let err = wait_eos(&receiver.pipeline, WAIT).expect_err("an error, not EOS");
@@ -557,14 +557,14 @@ fn a_wrong_namespace_or_track_ends_in_an_error_naming_it() {
     for (properties, expected) in [
         (
             format!(
-                "url=moqt://127.0.0.1:{}/wrong tls-insecure=true timeout=3",
+                "url=moqt://127.0.0.1:{}/wrong tls-insecure=true media-timeout=3000",
                 sender.port
             ),
             "namespace \"wrong\"",
         ),
         (
             format!(
-                "url={} tls-insecure=true timeout=3 video-track=nope",
+                "url={} tls-insecure=true media-timeout=3000 video-track=nope",
                 sender.url()
             ),
             "track \"nope\"",
@@ -596,7 +596,7 @@ fn a_publisher_without_a_catalog_ends_in_an_error_naming_it() {
         .create_track(catalog::BASE_TRACK, TrackDelivery::default());
     let started = Instant::now();
     let receiver = Receiver::start(&format!(
-        "url={} tls-insecure=true timeout=3",
+        "url={} tls-insecure=true media-timeout=3000",
         publisher.url()
     ));
     let err = wait_eos(&receiver.pipeline, WAIT).expect_err("an error, not EOS");

@@ -16,7 +16,7 @@ fn stopping_moqsrc_while_it_waits_for_data_returns_at_once() {
     // Nobody listens: the streaming thread waits for data that never comes.
     let port = free_udp_port();
     let pipeline = gst::parse::launch(&format!(
-        "moqsrc url=moqt://127.0.0.1:{port}/live tls-insecure=true timeout=60 ! fakesink"
+        "moqsrc url=moqt://127.0.0.1:{port}/live tls-insecure=true media-timeout=60000 ! fakesink"
     ))
     .unwrap()
     .downcast::<gst::Pipeline>()
@@ -79,7 +79,7 @@ fn properties_can_be_read_while_they_are_written() {
                     sink.set_property("tls-key-file", key_path.to_str());
                     src.set_property("latency", (n % 500) as u32);
                 } else {
-                    let _: Option<String> = sink.property("certificate-fingerprint");
+                    let _: Option<String> = sink.property("tls-cert-fingerprint");
                     let _: Option<String> = sink.property("tls-cert-file");
                     let _: gst::Structure = sink.property("stats");
                     let _: gst::Structure = src.property("stats");

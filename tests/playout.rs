@@ -161,7 +161,7 @@ fn rate_controlled(start_kbit: u64) -> (gst::Pipeline, u16, String) {
          ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
          ! x264enc bitrate={start_kbit} bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
          ! h264parse ! moqsink name=sink listen=127.0.0.1:{port} rate-control=encoder \
-           target-min-bitrate=100000 target-max-bitrate=1500000 target-start-bitrate={} \
+           encoder-min-bitrate=100000 encoder-max-bitrate=1500000 encoder-start-bitrate={} \
          videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
          videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1",
         start_kbit * 1000

@@ -11,7 +11,10 @@ use common::*;
 fn a_restarted_publisher_is_resumed_at_the_live_edge() {
     let first = Sender::start("");
     let port = first.port;
-    let receiver = Receiver::start(&format!("url={} tls-insecure=true timeout=20", first.url()));
+    let receiver = Receiver::start(&format!(
+        "url={} tls-insecure=true media-timeout=20000",
+        first.url()
+    ));
     receiver
         .wait_frames(24, WAIT)
         .expect("plays before the restart");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use gst::prelude::*;
 
-/// moqsrc's `timeout`: a failure that was retried would take this long to be reported.
+/// moqsrc's `media-timeout`: a failure that was retried would take this long to be reported.
 const RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// Plays `pipeline` until its first error: the message and how long it took.
@@ -33,8 +33,8 @@ fn first_error(pipeline: &gst::Element) -> (String, Duration) {
 
 fn moqsrc(properties: &str) -> gst::Element {
     launch(&format!(
-        "moqsrc timeout={} {properties} ! fakesink",
-        RETRY_FOR.as_secs()
+        "moqsrc media-timeout={} {properties} ! fakesink",
+        RETRY_FOR.as_millis()
     ))
     .upcast()
 }

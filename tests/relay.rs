@@ -389,7 +389,7 @@ fn audio_plays_on_through_the_relay_while_congestion_makes_the_video_skip() {
 fn survive_relay_restart(down: Duration) {
     let mut relay = Relay::start();
     let sender = relay.publisher("");
-    let receiver = relay.subscriber("timeout=90");
+    let receiver = relay.subscriber("media-timeout=90000");
     receiver
         .wait_frames(24, WAIT)
         .expect("plays before the restart");
@@ -437,7 +437,7 @@ fn survive_relay_restart(down: Duration) {
 fn a_publisher_restart_behind_the_relay_is_resumed() {
     let relay = Relay::start();
     let first = relay.publisher("");
-    let receiver = relay.subscriber("timeout=30");
+    let receiver = relay.subscriber("media-timeout=30000");
     receiver.wait_frames(24, WAIT).expect("plays");
     drop(first);
     std::thread::sleep(Duration::from_secs(2));
@@ -515,7 +515,7 @@ fn viewers_on_any_node_of_a_cluster_play_and_fail_over_when_their_node_dies() {
     std::thread::sleep(Duration::from_secs(2));
     let backup = |relay: &Relay| {
         format!(
-            "backup-urls={}?tls-fingerprint={} timeout=30",
+            "backup-urls={}?tls-fingerprint={} media-timeout=30000",
             relay.url(),
             relay.fingerprint
         )
@@ -749,13 +749,16 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
         (
             "a token of another key",
             ours(format!(
-                "url={} {pin} auth-token={forged} timeout=3",
+                "url={} {pin} auth-token={forged} media-timeout=3000",
                 relay.url("/demo/show")
             )),
         ),
         (
             "no token",
-            ours(format!("url={} {pin} timeout=3", relay.url("/demo/show"))),
+            ours(format!(
+                "url={} {pin} media-timeout=3000",
+                relay.url("/demo/show")
+            )),
         ),
     ] {
         let started = Instant::now();
@@ -766,7 +769,7 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
             err.to_lowercase().contains("unauthorized") || err.to_lowercase().contains("refused"),
             "{what}: {err}"
         );
-        let sender = Sender::through_relay(&properties.replace(" timeout=3", ""));
+        let sender = Sender::through_relay(&properties.replace(" media-timeout=3000", ""));
         let bus = sender.pipeline.bus().unwrap();
         let err = wait_bus(&bus, WAIT, |_| None::<()>).expect_err("the publisher is refused");
         eprintln!("{what}, publishing: {err}");
@@ -1166,7 +1169,7 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
     let _sender = root.publisher("");
     std::thread::sleep(Duration::from_secs(2));
     let viewer = leaf.subscriber(&format!(
-        "backup-urls={}?tls-fingerprint={} timeout=30",
+        "backup-urls={}?tls-fingerprint={} media-timeout=30000",
         root.url(),
         root.fingerprint
     ));
@@ -1244,7 +1247,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     ));
     let moved = count_messages(&sender.pipeline, "moq-moved");
     std::thread::sleep(Duration::from_secs(2));
-    let viewer = root.subscriber("timeout=30");
+    let viewer = root.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     let before = viewer.frames().len();
     let draining = unix_now();
@@ -1292,7 +1295,7 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
     )));
     let announced = count_messages(&sender.pipeline, "moq-connected");
     std::thread::sleep(Duration::from_secs(2));
-    let viewer = relay.subscriber("timeout=30");
+    let viewer = relay.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     let (before, rebound) = (viewer.frames().len(), unix_now());
     link.rebind();

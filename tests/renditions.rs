@@ -129,7 +129,7 @@ fn renditions_in_an_alternate_group_start_their_groups_together() {
 /// The catalog document the listening moqsink `sink` serves on 127.0.0.1:`port`.
 fn fetch_catalog(port: u16, sink: &gst::Element) -> Catalog {
     let fingerprint: String = sink
-        .property::<Option<String>>("certificate-fingerprint")
+        .property::<Option<String>>("tls-cert-fingerprint")
         .expect("a fingerprint");
     runtime().block_on(async {
         let url = MoqUrl::parse(&format!("moqt://127.0.0.1:{port}/live")).expect("url");
@@ -240,7 +240,7 @@ fn wait_rendition(receiver: &Receiver, rendition: &str, timeout: Duration) -> Re
 
 fn direct_viewer(port: u16, sink: &gst::Element, properties: &str) -> Receiver {
     let fingerprint: String = sink
-        .property::<Option<String>>("certificate-fingerprint")
+        .property::<Option<String>>("tls-cert-fingerprint")
         .expect("a fingerprint");
     Receiver::start(&format!(
         "url=moqt://127.0.0.1:{port}/live tls-fingerprint={fingerprint} {properties}"

@@ -45,7 +45,7 @@ fn stalled_subscriber_leaves_sender_memory_bounded_and_healthy_subscriber_fed() 
     assert_eq!(
         (report.stalls, report.disconnects),
         (1, 0),
-        "the peer stalled once and stayed connected (subscriber-timeout=3600)"
+        "the peer stalled once and stayed connected (subscriber-stall-timeout=3600000)"
     );
     assert!(
         report.groups_over_budget > 0,

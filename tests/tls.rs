@@ -59,7 +59,7 @@ fn play_with_system_roots(url: &str, roots: &Path) -> (usize, String) {
                 "-m",
                 "moqsrc",
                 &format!("url={url}"),
-                "timeout=4",
+                "media-timeout=4000",
                 "!",
                 "h264parse",
                 "!",
@@ -133,17 +133,22 @@ fn the_certificate_fingerprint_is_read_only_and_exists_from_ready_on() {
         .unwrap();
     // What gst-inspect-1.0 shows: no certificate is made just to be displayed.
     assert_eq!(
-        sink.property::<Option<String>>("certificate-fingerprint"),
+        sink.property::<Option<String>>("tls-cert-fingerprint"),
         None
     );
     assert_eq!(sink.property::<Option<String>>("tls-fingerprint"), None);
     sink.set_state(gst::State::Ready).unwrap();
     let fingerprint = sink
-        .property::<Option<String>>("certificate-fingerprint")
+        .property::<Option<String>>("tls-cert-fingerprint")
         .expect("a certificate in READY");
     assert_eq!(fingerprint.len(), 64);
+    assert_eq!(
+        sink.property::<Option<String>>("certificate-fingerprint"),
+        Some(fingerprint.clone()),
+        "the old name reads the same"
+    );
     assert!(
-        sink.find_property("certificate-fingerprint")
+        sink.find_property("tls-cert-fingerprint")
             .is_some_and(|p| { !p.flags().contains(glib::ParamFlags::WRITABLE) })
     );
     sink.set_state(gst::State::Null).unwrap();

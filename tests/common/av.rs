@@ -151,7 +151,7 @@ impl AvSender {
 
     pub fn fingerprint(&self) -> String {
         self.sink
-            .property::<Option<String>>("certificate-fingerprint")
+            .property::<Option<String>>("tls-cert-fingerprint")
             .expect("a fingerprint")
     }
 

@@ -203,7 +203,7 @@ pub fn wait_eos(pipeline: &gst::Pipeline, timeout: Duration) -> Result<(), Strin
 /// from READY on, so the pipeline is brought there first.
 pub fn certificate_fingerprint(pipeline: &gst::Pipeline, sink: &gst::Element) -> String {
     pipeline.set_state(gst::State::Ready).expect("READY");
-    sink.property::<Option<String>>("certificate-fingerprint")
+    sink.property::<Option<String>>("tls-cert-fingerprint")
         .expect("a listening moqsink has a certificate in READY")
 }
 
@@ -286,7 +286,7 @@ impl Sender {
 
     pub fn fingerprint(&self) -> String {
         self.sink
-            .property::<Option<String>>("certificate-fingerprint")
+            .property::<Option<String>>("tls-cert-fingerprint")
             .expect("moqsink has a fingerprint")
     }
 

@@ -4,7 +4,7 @@
 use crate::abr::Abr;
 use moq_media::catalog::{Catalog, Codec, MediaFormat};
 
-/// What the application asks (the `abr`, `rendition` and `max-bitrate` properties).
+/// What the application asks (the `abr`, `rendition` and `abr-max-bitrate` properties).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AbrPrefs {
     /// Let the path choose among the renditions.

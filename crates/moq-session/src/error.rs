@@ -110,7 +110,7 @@ impl SessionError {
         use moq_wire::message::session_error;
         let tls = "the server's certificate is not trusted: pin it with tls-fingerprint=SHA256 \
                    (a listening moqsink posts it in moq-listening and has it in \
-                   certificate-fingerprint; a URI takes ?tls-fingerprint=), trust its CA with \
+                   tls-cert-fingerprint; a URI takes ?tls-fingerprint=), trust its CA with \
                    tls-ca-file, or set tls-insecure=true (?tls-insecure=true) on a trusted network";
         let auth =
             "set auth-token (or ?jwt= in the URL) to a token the relay accepts for this path";

@@ -425,8 +425,8 @@ impl System {
             } => format!(
                 "h264parse ! avdec_h264 max-threads=1 ! identity name=raw ! {} ! h264parse \
                  ! identity name=tagger ! moqsink name=sink listen={} delivery=skip-gops \
-                 congestion-control={congestion} rate-control=encoder target-start-bitrate={} \
-                 target-min-bitrate={} target-max-bitrate={} tls-cert-file={cert} tls-key-file={key} sync=false",
+                 congestion-control={congestion} rate-control=encoder encoder-start-bitrate={} \
+                 encoder-min-bitrate={} encoder-max-bitrate={} tls-cert-file={cert} tls-key-file={key} sync=false",
                 encoder.element("enc", ADAPTIVE_START_KBIT),
                 at.sender,
                 ADAPTIVE_START_KBIT * 1000,
@@ -466,23 +466,23 @@ impl System {
     pub fn receiver(&self, at: &Endpoints) -> String {
         match self {
             System::Moq { skip_forward, .. } => format!(
-                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} timeout=20",
+                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} media-timeout=20000",
                 at.receiver, at.fingerprint
             ),
             System::Adaptive { .. } => format!(
-                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true timeout=20",
+                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true media-timeout=20000",
                 at.receiver, at.fingerprint
             ),
             // `src` is where the run reads the rendition playing.
             System::Abr { .. } => format!(
                 "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
-                 skip-forward=true timeout=20 abr=auto",
+                 skip-forward=true media-timeout=20000 abr=auto",
                 at.receiver, at.fingerprint
             ),
             // The audio branch is `adec` (where the run records audio), the video follows.
             System::MoqAv => format!(
                 "moqsrc name=s url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
-                 skip-forward=true timeout=20 s. ! opusdec name=adec ! fakesink sync=true s.",
+                 skip-forward=true media-timeout=20000 s. ! opusdec name=adec ! fakesink sync=true s.",
                 at.receiver, at.fingerprint
             ),
             // srtsrc's own latency adds to the one negotiated with the sender (transit is

@@ -115,7 +115,7 @@ fn run() -> Result<(), String> {
     let mut sender = spawn_sender(args.port, &cert, &key)?;
 
     let receiver = gst::parse::launch(&format!(
-        "moqsrc name=src url=moqt://127.0.0.1:{}/live tls-fingerprint={fingerprint} timeout=10 \
+        "moqsrc name=src url=moqt://127.0.0.1:{}/live tls-fingerprint={fingerprint} media-timeout=10000 \
          ! h264parse name=parse ! avdec_h264 ! fakesink name=sink sync=true signal-handoffs=true",
         args.port
     ))

@@ -21,7 +21,7 @@ const USAGE: &str = "usage:
                                   [--no-peer] [--moqsink-props \"K=V ...\"]
                                   [--max-rss-growth-mb MB] [--min-healthy-pct P]
       A subscriber that subscribes and never reads any data stream, for S seconds (default
-      600), beside a healthy moqsrc subscriber. The sender runs with subscriber-timeout=3600
+      600), beside a healthy moqsrc subscriber. The sender runs with subscriber-stall-timeout=3600000
       so the backlog budget alone bounds its memory; --reconnect keeps the default timeout
       and makes the peer come back and stall again after every disconnect; --no-peer is the
       same run without the stalled peer, for comparison. MODE: baseline

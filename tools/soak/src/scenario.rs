@@ -91,8 +91,8 @@ pub struct StalledOptions {
     pub seconds: u64,
     /// RSS warm-up: seconds after the stall began.
     pub warmup: u64,
-    /// Default `subscriber-timeout`: the sender disconnects the peer, which comes back and
-    /// stalls again. Otherwise `subscriber-timeout=3600`, so the backlog budget alone must
+    /// Default `subscriber-stall-timeout`: the sender disconnects the peer, which comes back and
+    /// stalls again. Otherwise `subscriber-stall-timeout=3600000`, so the backlog budget alone must
     /// bound the memory.
     pub reconnect: bool,
     /// No stalled peer at all: the same run as a control, to tell what the stalled peer
@@ -198,7 +198,7 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     }
     let mut props = format!("delivery={}", opts.delivery);
     if !opts.reconnect {
-        props.push_str(" subscriber-timeout=3600");
+        props.push_str(" subscriber-stall-timeout=3600000");
     }
     if !opts.moqsink_props.is_empty() {
         props = format!("{props} {}", opts.moqsink_props);
@@ -316,7 +316,7 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
     let disconnects = counters.disconnects.load(Ordering::Relaxed);
     if !opts.reconnect && disconnects > 0 {
         violations.push(format!(
-            "the stalled peer was disconnected ({}) although subscriber-timeout=3600",
+            "the stalled peer was disconnected ({}) although subscriber-stall-timeout=3600000",
             counters.last_error().unwrap_or_default()
         ));
     }

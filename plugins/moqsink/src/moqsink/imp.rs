@@ -29,6 +29,7 @@ use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
 use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
 use moq_session::blocking::runtime;
+use moqt_common::renamed::{Deprecations, Old, Renamed};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -42,12 +43,59 @@ const DEFAULT_LISTEN: &str = "0.0.0.0:4443";
 const DEFAULT_NAMESPACE: &str = "live";
 const DEFAULT_MAX_SUBSCRIBERS: u32 = 1000;
 const DEFAULT_MAX_BACKLOG_MS: u32 = 3000;
-const DEFAULT_SUBSCRIBER_TIMEOUT_S: u32 = 10;
+const DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS: u32 = 10_000;
 /// Malformed access units are reported on the bus at most this often (with a count).
 const MALFORMED_REPORT_INTERVAL: Duration = Duration::from_secs(10);
-const DEFAULT_TARGET_MIN: u32 = 150_000;
-const DEFAULT_TARGET_MAX: u32 = 2_000_000;
-/// Start without a `target-start-bitrate` nor an encoder to read one from.
+const DEFAULT_ENCODER_MIN: u64 = 150_000;
+const DEFAULT_ENCODER_MAX: u64 = 2_000_000;
+/// The least bitrate rate control may be told to keep the encoder above.
+const ENCODER_BITRATE_FLOOR: u64 = 10_000;
+
+/// Old property names, kept for a release.
+static RENAMED: [Renamed; 5] = [
+    Renamed {
+        old: "subscriber-timeout",
+        new: "subscriber-stall-timeout",
+        was: Old::Seconds {
+            min: 1,
+            max: 3600,
+            default: DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS / 1000,
+        },
+    },
+    Renamed {
+        old: "target-min-bitrate",
+        new: "encoder-min-bitrate",
+        was: Old::UInt {
+            min: ENCODER_BITRATE_FLOOR as u32,
+            max: u32::MAX,
+            default: DEFAULT_ENCODER_MIN as u32,
+        },
+    },
+    Renamed {
+        old: "target-max-bitrate",
+        new: "encoder-max-bitrate",
+        was: Old::UInt {
+            min: ENCODER_BITRATE_FLOOR as u32,
+            max: u32::MAX,
+            default: DEFAULT_ENCODER_MAX as u32,
+        },
+    },
+    Renamed {
+        old: "target-start-bitrate",
+        new: "encoder-start-bitrate",
+        was: Old::UInt {
+            min: 0,
+            max: u32::MAX,
+            default: 0,
+        },
+    },
+    Renamed {
+        old: "certificate-fingerprint",
+        new: "tls-cert-fingerprint",
+        was: Old::ReadOnlyString,
+    },
+];
+/// Start without an `encoder-start-bitrate` nor an encoder to read one from.
 const FALLBACK_TARGET_START: u64 = 1_000_000;
 /// How often the path estimates are read and the target updated.
 const ADAPT_INTERVAL: Duration = Duration::from_millis(100);
@@ -67,7 +115,7 @@ struct Settings {
     /// GOAWAY.
     backup_urls: Option<String>,
     /// Pins the relay's certificate (with `url`).
-    relay_fingerprint: Option<String>,
+    tls_fingerprint: Option<String>,
     tls_ca_file: Option<PathBuf>,
     tls_insecure: bool,
     /// Sent in SETUP's AUTHORIZATION TOKEN (with url).
@@ -84,14 +132,14 @@ struct Settings {
     signal_object_handoffs: bool,
     max_subscribers: u32,
     max_backlog_ms: u32,
-    subscriber_timeout_s: u32,
+    subscriber_stall_timeout_ms: u32,
     congestion: CongestionControl,
     rate_control: RateControl,
     rate_policy: RatePolicy,
-    target_min: u32,
-    target_max: u32,
+    encoder_min_bps: u64,
+    encoder_max_bps: u64,
     /// 0: the encoder's own bitrate.
-    target_start: u32,
+    encoder_start_bps: u64,
     /// The pads' sinks synchronise on the clock.
     sync: bool,
 }
@@ -153,7 +201,7 @@ impl Settings {
     fn publish_limits(&self) -> PublishLimits {
         PublishLimits {
             max_backlog: Duration::from_millis(self.max_backlog_ms.into()),
-            stall_timeout: Duration::from_secs(self.subscriber_timeout_s.into()),
+            stall_timeout: Duration::from_millis(self.subscriber_stall_timeout_ms.into()),
         }
     }
 }
@@ -167,7 +215,7 @@ impl Default for Settings {
             tls_key_file: None,
             url: None,
             backup_urls: None,
-            relay_fingerprint: None,
+            tls_fingerprint: None,
             tls_ca_file: None,
             tls_insecure: false,
             auth_token: None,
@@ -180,13 +228,13 @@ impl Default for Settings {
             signal_object_handoffs: false,
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
             max_backlog_ms: DEFAULT_MAX_BACKLOG_MS,
-            subscriber_timeout_s: DEFAULT_SUBSCRIBER_TIMEOUT_S,
+            subscriber_stall_timeout_ms: DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS,
             congestion: CongestionControl::default(),
             rate_control: RateControl::default(),
             rate_policy: RatePolicy::default(),
-            target_min: DEFAULT_TARGET_MIN,
-            target_max: DEFAULT_TARGET_MAX,
-            target_start: 0,
+            encoder_min_bps: DEFAULT_ENCODER_MIN,
+            encoder_max_bps: DEFAULT_ENCODER_MAX,
+            encoder_start_bps: 0,
             sync: true,
         }
     }
@@ -285,6 +333,8 @@ pub struct MoqSink {
     estimated_bps: AtomicU64,
     /// The encoder target last set, bit/s (0: none).
     target_bps: AtomicU64,
+    /// Old property names used, to warn about on the bus.
+    deprecations: Deprecations,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -337,7 +387,7 @@ impl MoqSink {
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
         let trust_of = |url: &MoqUrl, own: &QuerySettings| {
             own.trust(
-                settings.relay_fingerprint.as_deref(),
+                settings.tls_fingerprint.as_deref(),
                 settings.tls_ca_file.as_deref(),
                 settings.tls_insecure,
             )
@@ -608,16 +658,16 @@ impl MoqSink {
         let encoder = self
             .first_video_pad()
             .and_then(|pad| Encoder::find_upstream(&pad));
-        let start = match settings.target_start {
+        let start = match settings.encoder_start_bps {
             0 => encoder
                 .as_ref()
                 .and_then(Encoder::bitrate)
                 .unwrap_or(FALLBACK_TARGET_START),
-            start => u64::from(start),
+            start => start,
         };
         let adaptation = Adaptation::new(RateConfig {
-            min_bps: settings.target_min.into(),
-            max_bps: settings.target_max.into(),
+            min_bps: settings.encoder_min_bps,
+            max_bps: settings.encoder_max_bps,
             start_bps: start,
             policy: settings.rate_policy.into(),
         });
@@ -1183,8 +1233,8 @@ impl ObjectImpl for MoqSink {
                     .blurb("Track namespace (the broadcast) to publish; '/' separates tuple fields. Unset: with url, the URL's last path segment (the path before it is the relay's root), otherwise live")
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecString::builder("certificate-fingerprint")
-                    .nick("Certificate fingerprint")
+                glib::ParamSpecString::builder("tls-cert-fingerprint")
+                    .nick("TLS certificate fingerprint")
                     .blurb("Listening: SHA-256 (hex) of this sink's certificate, for receivers to pin (tls-fingerprint on moqsrc); known from the READY state on, also posted in the moq-listening message")
                     .read_only()
                     .build(),
@@ -1311,22 +1361,22 @@ impl ObjectImpl for MoqSink {
                     .blurb("Which subscriber's path sets the target when there are several: the slowest, or the median one (slower ones rely on skip-forward)")
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt::builder("target-min-bitrate")
-                    .nick("Minimum target bitrate")
+                glib::ParamSpecUInt64::builder("encoder-min-bitrate")
+                    .nick("Encoder minimum bitrate")
                     .blurb("bit/s: rate control never sets the encoder below this")
-                    .minimum(10_000)
-                    .default_value(DEFAULT_TARGET_MIN)
+                    .minimum(ENCODER_BITRATE_FLOOR)
+                    .default_value(DEFAULT_ENCODER_MIN)
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt::builder("target-max-bitrate")
-                    .nick("Maximum target bitrate")
+                glib::ParamSpecUInt64::builder("encoder-max-bitrate")
+                    .nick("Encoder maximum bitrate")
                     .blurb("bit/s: rate control never sets the encoder above this")
-                    .minimum(10_000)
-                    .default_value(DEFAULT_TARGET_MAX)
+                    .minimum(ENCODER_BITRATE_FLOOR)
+                    .default_value(DEFAULT_ENCODER_MAX)
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt::builder("target-start-bitrate")
-                    .nick("Start target bitrate")
+                glib::ParamSpecUInt64::builder("encoder-start-bitrate")
+                    .nick("Encoder start bitrate")
                     .blurb("bit/s: the encoder's bitrate at start with rate-control=encoder; 0 keeps the encoder's own")
                     .default_value(0)
                     .mutable_ready()
@@ -1347,20 +1397,31 @@ impl ObjectImpl for MoqSink {
                     .default_value(true)
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt::builder("subscriber-timeout")
-                    .nick("Subscriber timeout")
-                    .blurb("Seconds a subscriber may take no data at all (it does not read) before it is disconnected")
-                    .minimum(1)
-                    .maximum(3600)
-                    .default_value(DEFAULT_SUBSCRIBER_TIMEOUT_S)
+                glib::ParamSpecUInt::builder("subscriber-stall-timeout")
+                    .nick("Subscriber stall timeout")
+                    .blurb("ms a subscriber may take no data at all (it does not read) before it is disconnected")
+                    .minimum(1000)
+                    .maximum(3_600_000)
+                    .default_value(DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS)
                     .mutable_ready()
                     .build(),
             ]
+            .into_iter()
+            .chain(RENAMED.iter().map(Renamed::param_spec))
+            .collect()
         });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
+            // Noted whatever the log level: the bus warning comes from it.
+            let warning = self.deprecations.used(renamed);
+            gst::warning!(CAT, imp = self, "{warning}");
+            self.obj()
+                .set_property_from_value(renamed.new, &renamed.to_new(value));
+            return;
+        }
         if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
             && self.obj().current_state() > gst::State::Ready
         {
@@ -1394,7 +1455,7 @@ impl ObjectImpl for MoqSink {
             }
             "url" => settings.url = text(),
             "backup-urls" => settings.backup_urls = text(),
-            "tls-fingerprint" => settings.relay_fingerprint = text(),
+            "tls-fingerprint" => settings.tls_fingerprint = text(),
             "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
             "auth-token" => settings.auth_token = text(),
             "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
@@ -1415,15 +1476,20 @@ impl ObjectImpl for MoqSink {
             "max-backlog" => {
                 settings.max_backlog_ms = value.get().unwrap_or(DEFAULT_MAX_BACKLOG_MS)
             }
-            "subscriber-timeout" => {
-                settings.subscriber_timeout_s = value.get().unwrap_or(DEFAULT_SUBSCRIBER_TIMEOUT_S)
+            "subscriber-stall-timeout" => {
+                settings.subscriber_stall_timeout_ms =
+                    value.get().unwrap_or(DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS)
             }
             "congestion-control" => settings.congestion = value.get().unwrap_or_default(),
             "rate-control" => settings.rate_control = value.get().unwrap_or_default(),
             "rate-policy" => settings.rate_policy = value.get().unwrap_or_default(),
-            "target-min-bitrate" => settings.target_min = value.get().unwrap_or(DEFAULT_TARGET_MIN),
-            "target-max-bitrate" => settings.target_max = value.get().unwrap_or(DEFAULT_TARGET_MAX),
-            "target-start-bitrate" => settings.target_start = value.get().unwrap_or_default(),
+            "encoder-min-bitrate" => {
+                settings.encoder_min_bps = value.get().unwrap_or(DEFAULT_ENCODER_MIN)
+            }
+            "encoder-max-bitrate" => {
+                settings.encoder_max_bps = value.get().unwrap_or(DEFAULT_ENCODER_MAX)
+            }
+            "encoder-start-bitrate" => settings.encoder_start_bps = value.get().unwrap_or_default(),
             "sync" => settings.sync = value.get().unwrap_or(true),
             other => unreachable!("unknown property {other}"),
         }
@@ -1441,6 +1507,12 @@ impl ObjectImpl for MoqSink {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
+            // Noted whatever the log level: the bus warning comes from it.
+            let warning = self.deprecations.used(renamed);
+            gst::warning!(CAT, imp = self, "{warning}");
+            return renamed.to_old(&self.obj().property_value(renamed.new));
+        }
         let settings = lock(&self.settings).clone();
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         match pspec.name() {
@@ -1468,19 +1540,19 @@ impl ObjectImpl for MoqSink {
             "signal-object-handoffs" => settings.signal_object_handoffs.to_value(),
             "max-subscribers" => settings.max_subscribers.to_value(),
             "max-backlog" => settings.max_backlog_ms.to_value(),
-            "subscriber-timeout" => settings.subscriber_timeout_s.to_value(),
+            "subscriber-stall-timeout" => settings.subscriber_stall_timeout_ms.to_value(),
             "congestion-control" => settings.congestion.to_value(),
             "rate-control" => settings.rate_control.to_value(),
             "rate-policy" => settings.rate_policy.to_value(),
-            "target-min-bitrate" => settings.target_min.to_value(),
-            "target-max-bitrate" => settings.target_max.to_value(),
-            "target-start-bitrate" => settings.target_start.to_value(),
+            "encoder-min-bitrate" => settings.encoder_min_bps.to_value(),
+            "encoder-max-bitrate" => settings.encoder_max_bps.to_value(),
+            "encoder-start-bitrate" => settings.encoder_start_bps.to_value(),
             "sync" => settings.sync.to_value(),
             "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
             "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
-            "tls-fingerprint" => settings.relay_fingerprint.to_value(),
+            "tls-fingerprint" => settings.tls_fingerprint.to_value(),
             // Only an identity that exists: reading never generates a certificate.
-            "certificate-fingerprint" => lock(&self.identity)
+            "tls-cert-fingerprint" => lock(&self.identity)
                 .as_ref()
                 .map(|id| tls::fingerprint_hex(&id.fingerprint()))
                 .to_value(),
@@ -1563,6 +1635,11 @@ impl ElementImpl for MoqSink {
         &self,
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::NullToReady {
+            for warning in self.deprecations.to_post() {
+                gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+            }
+        }
         // The certificate of a listening sink exists from READY on, so applications can
         // read its fingerprint before they start the pipeline.
         if transition == gst::StateChange::NullToReady

@@ -13,15 +13,15 @@ use moq_player::renditions::AbrPrefs;
 use moq_player::select::{Choice, MediaKind, TrackPrefs};
 use moq_player::stats::ReceiverStats;
 use moq_player::{Now, Player, PlayerConfig, TrackId};
-use moq_session::blocking::Canceller;
+use moq_session::blocking::{Canceller, runtime};
 use moq_session::{DEFAULT_VERSIONS, MoqUrl};
+use moqt_common::renamed::{Deprecations, Old, Renamed};
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
     self, Control, EVENT_QUEUE, Event, Item, Payload, ReceiverConfig, Server, TrackFeed,
     unix_now_us,
 };
-use moq_session::blocking::runtime;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -34,7 +34,29 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 /// Caps of the reference timestamp meta holding when moqsrc had an object's last byte
 /// (UNIX epoch, as `timestamp/x-unix`).
 const RECEIVED_META: &str = "timestamp/x-moq-received";
-const DEFAULT_TIMEOUT_S: u32 = 10;
+const DEFAULT_MEDIA_TIMEOUT_MS: u32 = 10_000;
+
+/// Old property names, kept for a release.
+static RENAMED: [Renamed; 2] = [
+    Renamed {
+        old: "timeout",
+        new: "media-timeout",
+        was: Old::Seconds {
+            min: 1,
+            max: 3600,
+            default: DEFAULT_MEDIA_TIMEOUT_MS / 1000,
+        },
+    },
+    Renamed {
+        old: "max-bitrate",
+        new: "abr-max-bitrate",
+        was: Old::UInt {
+            min: 0,
+            max: u32::MAX,
+            default: 0,
+        },
+    },
+];
 const DEFAULT_LATENCY_MS: u32 = 100;
 
 #[derive(Debug, Clone)]
@@ -51,7 +73,7 @@ struct Settings {
     auth_token: Option<String>,
     /// MoQ Transport drafts, as the property spells them (parsed at start).
     versions: String,
-    timeout_s: u32,
+    media_timeout_ms: u32,
     latency_ms: u32,
     skip_forward: bool,
     playout: super::Playout,
@@ -74,7 +96,7 @@ impl Default for Settings {
             tls_insecure: false,
             auth_token: None,
             versions: DEFAULT_VERSIONS.into(),
-            timeout_s: DEFAULT_TIMEOUT_S,
+            media_timeout_ms: DEFAULT_MEDIA_TIMEOUT_MS,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
             playout: super::Playout::Adaptive,
@@ -132,6 +154,8 @@ pub struct MoqSrc {
     /// Resumes after a pause so far: frames count only from subscriptions made after the
     /// latest one.
     resumes: AtomicU64,
+    /// Old property names used, to warn about on the bus.
+    deprecations: Deprecations,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -289,7 +313,7 @@ impl MoqSrc {
                     video: settings.video_track.clone(),
                     audio: settings.audio_track.clone(),
                 },
-                timeout: Duration::from_secs(settings.timeout_s.into()),
+                timeout: Duration::from_millis(settings.media_timeout_ms.into()),
             },
             settings,
         ))
@@ -943,7 +967,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecString::builder("tls-fingerprint")
                     .nick("TLS fingerprint")
-                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, moqsink's certificate-fingerprint). Without it, tls-ca-file or tls-insecure, the server must have a certificate the system's root CAs trust")
+                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, moqsink's tls-cert-fingerprint). Without it, tls-ca-file or tls-insecure, the server must have a certificate the system's root CAs trust")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("versions")
@@ -968,12 +992,12 @@ impl ObjectImpl for MoqSrc {
                     .default_value(false)
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt::builder("timeout")
-                    .nick("Timeout")
-                    .blurb("Seconds without media (connecting, subscribing, reconnecting) before failing with an error naming what failed (unreachable, refused, no such namespace or track, no catalog)")
-                    .minimum(1)
-                    .maximum(3600)
-                    .default_value(DEFAULT_TIMEOUT_S)
+                glib::ParamSpecUInt::builder("media-timeout")
+                    .nick("Media timeout")
+                    .blurb("ms without media (connecting, subscribing, reconnecting) before failing with an error naming what failed (unreachable, refused, no such namespace or track, no catalog)")
+                    .minimum(1000)
+                    .maximum(3_600_000)
+                    .default_value(DEFAULT_MEDIA_TIMEOUT_MS)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("skip-forward")
@@ -997,9 +1021,9 @@ impl ObjectImpl for MoqSrc {
                     .blurb("Play this rendition (a track of the video's alternate group), whatever abr says; unset: abr chooses. Changeable while playing: the switch is seamless")
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt64::builder("max-bitrate")
-                    .nick("Maximum bitrate")
-                    .blurb("Bit/s: abr never chooses a rendition above it (the lowest stays allowed); 0: no cap. Changeable while playing")
+                glib::ParamSpecUInt64::builder("abr-max-bitrate")
+                    .nick("ABR maximum bitrate")
+                    .blurb("bit/s: abr never chooses a rendition above it (the lowest stays allowed); 0: no cap. Changeable while playing")
                     .mutable_playing()
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
@@ -1015,11 +1039,22 @@ impl ObjectImpl for MoqSrc {
                     .mutable_ready()
                     .build(),
             ]
+            .into_iter()
+            .chain(RENAMED.iter().map(Renamed::param_spec))
+            .collect()
         });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
+            // Noted whatever the log level: the bus warning comes from it.
+            let warning = self.deprecations.used(renamed);
+            gst::warning!(CAT, imp = self, "{warning}");
+            self.obj()
+                .set_property_from_value(renamed.new, &renamed.to_new(value));
+            return;
+        }
         if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
             && self.obj().current_state() > gst::State::Ready
         {
@@ -1050,16 +1085,18 @@ impl ObjectImpl for MoqSrc {
             "auth-token" => settings.auth_token = text(),
             "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
             "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
-            "timeout" => settings.timeout_s = value.get().unwrap_or(DEFAULT_TIMEOUT_S),
+            "media-timeout" => {
+                settings.media_timeout_ms = value.get().unwrap_or(DEFAULT_MEDIA_TIMEOUT_MS)
+            }
             "latency" => settings.latency_ms = value.get().unwrap_or(DEFAULT_LATENCY_MS),
             "skip-forward" => settings.skip_forward = value.get().unwrap_or(true),
             "playout" => settings.playout = value.get().unwrap_or_default(),
             "abr" => settings.abr = value.get().unwrap_or_default(),
             "rendition" => settings.rendition = text(),
-            "max-bitrate" => settings.max_bitrate = value.get().unwrap_or(0),
+            "abr-max-bitrate" => settings.max_bitrate = value.get().unwrap_or(0),
             other => unreachable!("unknown property {other}"),
         }
-        if matches!(pspec.name(), "abr" | "rendition" | "max-bitrate") {
+        if matches!(pspec.name(), "abr" | "rendition" | "abr-max-bitrate") {
             let prefs = settings.abr_prefs();
             drop(settings);
             self.control(|c| c.abr = prefs);
@@ -1067,6 +1104,12 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
+            // Noted whatever the log level: the bus warning comes from it.
+            let warning = self.deprecations.used(renamed);
+            gst::warning!(CAT, imp = self, "{warning}");
+            return renamed.to_old(&self.obj().property_value(renamed.new));
+        }
         let settings = lock(&self.settings).clone();
         match pspec.name() {
             "url" => settings.url.to_value(),
@@ -1084,13 +1127,13 @@ impl ObjectImpl for MoqSrc {
             // Write-only in effect: a secret is not read back.
             "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
             "versions" => settings.versions.to_value(),
-            "timeout" => settings.timeout_s.to_value(),
+            "media-timeout" => settings.media_timeout_ms.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),
             "playout" => settings.playout.to_value(),
             "abr" => settings.abr.to_value(),
             "rendition" => settings.rendition.to_value(),
-            "max-bitrate" => settings.max_bitrate.to_value(),
+            "abr-max-bitrate" => settings.max_bitrate.to_value(),
             "stats" => self.stats().to_value(),
             other => unreachable!("unknown property {other}"),
         }
@@ -1117,6 +1160,11 @@ impl ElementImpl for MoqSrc {
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         match transition {
+            gst::StateChange::NullToReady => {
+                for warning in self.deprecations.to_post() {
+                    gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+                }
+            }
             gst::StateChange::ReadyToPaused => {
                 if let Err(err) = self.start() {
                     self.post_error_message(err);

@@ -14,9 +14,8 @@ use moq_media::keyframes::AlignedKeyframes;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity};
 use moq_session::{
-    Broadcast, DEFAULT_VERSIONS, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits,
-    QuerySettings, RelayEvent, RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits,
-    SessionConfig, TrackNamespace, Versions,
+    Broadcast, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits, RelayEvent,
+    RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
 };
 use tokio::sync::mpsc;
 
@@ -29,6 +28,7 @@ use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
 use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
 use moq_session::blocking::runtime;
+use moqt_common::connection::{Connection, Endpoint, Side};
 use moqt_common::renamed::{Deprecations, Old, Renamed};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -106,22 +106,11 @@ const NOTIFY_CHANGE: f64 = 0.02;
 struct Settings {
     /// Set explicitly; `None` listens on the default unless `url` is set.
     listen: Option<String>,
-    /// Set explicitly; `None`: the URL's last path segment, or `live` when listening.
-    namespace: Option<String>,
+    /// With `url`, the relay to publish through; the namespace's default is `live` when
+    /// listening.
+    connection: Connection,
     tls_cert_file: Option<PathBuf>,
     tls_key_file: Option<PathBuf>,
-    url: Option<String>,
-    /// Comma-separated relay URLs to publish through when the one in use fails or says
-    /// GOAWAY.
-    backup_urls: Option<String>,
-    /// Pins the relay's certificate (with `url`).
-    tls_fingerprint: Option<String>,
-    tls_ca_file: Option<PathBuf>,
-    tls_insecure: bool,
-    /// Sent in SETUP's AUTHORIZATION TOKEN (with url).
-    auth_token: Option<String>,
-    /// MoQ Transport drafts, as the property spells them (parsed at start).
-    versions: String,
     format: Format,
     delivery: Delivery,
     delivery_timeout_ms: u32,
@@ -151,10 +140,8 @@ enum Destination {
         namespace: TrackNamespace,
     },
     Relay {
-        url: MoqUrl,
+        endpoint: Endpoint,
         located: Located,
-        /// The connection settings given in the URL's query.
-        own: QuerySettings,
     },
 }
 
@@ -162,7 +149,8 @@ impl Settings {
     fn destination(&self) -> Result<Destination, gst::ErrorMessage> {
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
-        match (&self.url, &self.listen) {
+        let connection = &self.connection;
+        match (&connection.url, &self.listen) {
             (Some(_), Some(listen)) => Err(gst::error_msg!(
                 gst::ResourceError::Settings,
                 [
@@ -170,20 +158,17 @@ impl Settings {
                 ]
             )),
             (Some(text), None) => {
-                let mut url = MoqUrl::parse(text)
-                    .map_err(|e| settings_error(&format!("invalid url: {e}")))?;
-                let own = url
-                    .take_settings()
-                    .map_err(|e| settings_error(&format!("{url}: {e}")))?;
-                let located = url
-                    .locate(self.namespace.as_deref())
+                let endpoint = connection.endpoint(text).map_err(|e| settings_error(&e))?;
+                let located = endpoint
+                    .url
+                    .locate(connection.namespace.as_deref())
                     .map_err(|e| settings_error(&e))?;
-                Ok(Destination::Relay { url, located, own })
+                Ok(Destination::Relay { endpoint, located })
             }
             (None, listen) => Ok(Destination::Listen {
                 addr: listen.clone().unwrap_or_else(|| DEFAULT_LISTEN.into()),
                 namespace: moq_session::parse_namespace(
-                    self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+                    connection.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
                 )
                 .map_err(|e| settings_error(&e))?,
             }),
@@ -210,16 +195,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             listen: None,
-            namespace: None,
+            connection: Connection::default(),
             tls_cert_file: None,
             tls_key_file: None,
-            url: None,
-            backup_urls: None,
-            tls_fingerprint: None,
-            tls_ca_file: None,
-            tls_insecure: false,
-            auth_token: None,
-            versions: DEFAULT_VERSIONS.into(),
             format: Format::default(),
             delivery: Delivery::default(),
             delivery_timeout_ms: 0,
@@ -385,25 +363,17 @@ impl MoqSink {
         let _guard = runtime().enter();
         let settings_error =
             |e: &dyn std::fmt::Display| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
-        let trust_of = |url: &MoqUrl, own: &QuerySettings| {
-            own.trust(
-                settings.tls_fingerprint.as_deref(),
-                settings.tls_ca_file.as_deref(),
-                settings.tls_insecure,
-            )
-            .map_err(|e| settings_error(&format!("{url}: {e}")))
-        };
-        let versions_of = |own: &QuerySettings| {
-            own.versions
-                .as_deref()
-                .unwrap_or(&settings.versions)
-                .parse::<Versions>()
-                .map_err(|e| settings_error(&format!("versions: {e}")))
-        };
+        let connection = &settings.connection;
         let addr = match destination {
-            Destination::Relay { url, located, own } => {
-                let trust = trust_of(&url, &own)?;
-                let versions = versions_of(&own)?;
+            Destination::Relay {
+                endpoint:
+                    Endpoint {
+                        url,
+                        trust,
+                        versions,
+                    },
+                located,
+            } => {
                 let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
                 gst::info!(
                     CAT,
@@ -422,25 +392,16 @@ impl MoqSink {
                     congestion: settings.congestion.resolve(settings.rate_control),
                     prompt_acks: settings.prompt_acks(),
                     path: Some(located.setup_path),
-                    auth_token: settings.auth_token.clone(),
+                    auth_token: connection.auth_token.clone(),
                     versions,
                 };
                 let mut relays = vec![RelayTarget { url, trust }];
-                for text in settings
-                    .backup_urls
-                    .iter()
-                    .flat_map(|list| list.split(','))
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                {
-                    let mut backup = MoqUrl::parse(text).map_err(|e| {
-                        settings_error(&format!("invalid backup url {text:?}: {e}"))
-                    })?;
-                    let own = backup
-                        .take_settings()
-                        .map_err(|e| settings_error(&format!("{backup}: {e}")))?;
-                    let trust = trust_of(&backup, &own)?;
-                    relays.push(RelayTarget { url: backup, trust });
+                for text in connection.backups() {
+                    let backup = connection.endpoint(text).map_err(|e| settings_error(&e))?;
+                    relays.push(RelayTarget {
+                        url: backup.url,
+                        trust: backup.trust,
+                    });
                 }
                 return Ok(Link::Relay(RelayPublisher::start(
                     relays, config, events_tx,
@@ -464,7 +425,7 @@ impl MoqSink {
             publish: settings.publish_limits(),
             congestion: settings.congestion.resolve(settings.rate_control),
             prompt_acks: settings.prompt_acks(),
-            versions: versions_of(&QuerySettings::default())?,
+            versions: connection.versions().map_err(|e| settings_error(&e))?,
         };
         let server =
             Server::bind(addr, &identity, broadcast.clone(), limits, events_tx).map_err(|e| {
@@ -1169,7 +1130,7 @@ impl URIHandlerImpl for MoqSink {
     }
 
     fn uri(&self) -> Option<String> {
-        lock(&self.settings).url.clone()
+        lock(&self.settings).connection.url.clone()
     }
 
     /// A URI publishes through a relay there (`url`).
@@ -1181,7 +1142,7 @@ impl URIHandlerImpl for MoqSink {
             ));
         }
         MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
-        lock(&self.settings).url = Some(uri.to_owned());
+        lock(&self.settings).connection.url = Some(uri.to_owned());
         Ok(())
     }
 }
@@ -1226,11 +1187,6 @@ impl ObjectImpl for MoqSink {
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
                     .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-22, moqt-20, moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("namespace")
-                    .nick("Namespace")
-                    .blurb("Track namespace (the broadcast) to publish; '/' separates tuple fields. Unset: with url, the URL's last path segment (the path before it is the relay's root), otherwise live")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-cert-fingerprint")
@@ -1280,43 +1236,6 @@ impl ObjectImpl for MoqSink {
                     .nick("Statistics")
                     .blurb("Per track (`tracks`): name, kind, frames, bytes, frames refused, objects sent and dropped, streams reset; for the first video track at the top level: frames and bytes per kind, frames refused (malformed or before the first keyframe), and per layer objects sent and dropped, groups superseded, expired, over the backlog budget or missed, streams reset, subscribers, estimated and target bitrate, with rate-control=encoder what the encoder produces (encoder-output-bitrate, bit/s over its last whole GoPs), its lag before a new target shows in its output (encoder-lag-ms) and its output over its target (encoder-ratio, 0 until measured), and per session (`sessions`) its address, RTT, minimum RTT, queue delay, congestion window, lost packets, delivery-rate estimate and loss rate")
                     .read_only()
-                    .build(),
-                glib::ParamSpecString::builder("url")
-                    .nick("Relay URL")
-                    .blurb("Publish through the MoQ relay at moqt://HOST[:PORT]/ROOT/BROADCAST[?QUERY] (port 443 by default) instead of listening: connect, announce the broadcast (PUBLISH_NAMESPACE), serve the relay's SUBSCRIBEs; reconnects with capped backoff. The same URL on moqsrc plays it; the query (e.g. ?jwt=TOKEN) goes to the relay, except tls-fingerprint, tls-ca-file, tls-insecure and versions, which set this element")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("backup-urls")
-                    .nick("Backup relay URLs")
-                    .blurb("Comma-separated moqt:// URLs of other relays of the same cluster (each may carry its own ?tls-fingerprint=): tried in turn when the relay in use fails, and where the broadcast moves when a relay says GOAWAY (announced there before the old session closes)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-fingerprint")
-                    .nick("TLS fingerprint")
-                    .blurb("With url: accept only a relay certificate with this SHA-256 fingerprint (hex). Without it, tls-ca-file, or tls-insecure, the relay must have a certificate the system's root CAs trust")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-ca-file")
-                    .nick("TLS CA file")
-                    .blurb("With url: PEM file of CA certificates the relay's certificate must chain to (instead of the system's)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("auth-token")
-                    .nick("Authorization token")
-                    .blurb("With url: a token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("versions")
-                    .nick("MoQ Transport drafts")
-                    .blurb("Drafts of MoQ Transport to offer (with url) or accept (listening), preferred first, as draft numbers separated by commas: 22 (ALPN moqt-22), 20 (ALPN moqt-20), 16 (ALPN moqt-16), 14 (ALPN moq-00). The server picks: a listening sink by this order, a relay by its own")
-                    .default_value(Some(DEFAULT_VERSIONS))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("tls-insecure")
-                    .nick("TLS insecure")
-                    .blurb("With url: accept any relay certificate (testing only)")
-                    .default_value(false)
-                    .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("keyframe-on-subscribe")
                     .nick("Keyframe on subscribe")
@@ -1407,6 +1326,7 @@ impl ObjectImpl for MoqSink {
                     .build(),
             ]
             .into_iter()
+            .chain(Connection::properties(Side::Publisher))
             .chain(RENAMED.iter().map(Renamed::param_spec))
             .collect()
         });
@@ -1442,9 +1362,11 @@ impl ObjectImpl for MoqSink {
         };
         let mut settings = lock(&self.settings);
         let mut identity_changed = false;
+        if settings.connection.set(pspec.name(), value) {
+            return;
+        }
         match pspec.name() {
             "listen" => settings.listen = text(),
-            "namespace" => settings.namespace = text(),
             "tls-cert-file" => {
                 settings.tls_cert_file = text().map(PathBuf::from);
                 identity_changed = true;
@@ -1453,13 +1375,6 @@ impl ObjectImpl for MoqSink {
                 settings.tls_key_file = text().map(PathBuf::from);
                 identity_changed = true;
             }
-            "url" => settings.url = text(),
-            "backup-urls" => settings.backup_urls = text(),
-            "tls-fingerprint" => settings.tls_fingerprint = text(),
-            "tls-ca-file" => settings.tls_ca_file = text().map(PathBuf::from),
-            "auth-token" => settings.auth_token = text(),
-            "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
-            "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "keyframe-on-subscribe" => {
                 settings.keyframe_on_subscribe = value.get().unwrap_or_default()
             }
@@ -1515,13 +1430,21 @@ impl ObjectImpl for MoqSink {
         }
         let settings = lock(&self.settings).clone();
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        if let Some(value) = settings.connection.get(pspec.name()) {
+            return value;
+        }
         match pspec.name() {
             "listen" => settings
                 .listen
                 .clone()
-                .or_else(|| settings.url.is_none().then(|| DEFAULT_LISTEN.into()))
+                .or_else(|| {
+                    settings
+                        .connection
+                        .url
+                        .is_none()
+                        .then(|| DEFAULT_LISTEN.into())
+                })
                 .to_value(),
-            "namespace" => settings.namespace.to_value(),
             "tls-cert-file" => path(&settings.tls_cert_file).to_value(),
             "tls-key-file" => path(&settings.tls_key_file).to_value(),
             "format" => settings.format.to_value(),
@@ -1529,13 +1452,6 @@ impl ObjectImpl for MoqSink {
             "delivery-timeout" => settings.delivery_timeout_ms.to_value(),
             "drain-timeout" => settings.drain_timeout_ms.to_value(),
             "stats" => self.stats().to_value(),
-            "url" => settings.url.to_value(),
-            "backup-urls" => settings.backup_urls.to_value(),
-            "tls-ca-file" => path(&settings.tls_ca_file).to_value(),
-            // Write-only in effect: a secret is not read back.
-            "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
-            "versions" => settings.versions.to_value(),
-            "tls-insecure" => settings.tls_insecure.to_value(),
             "keyframe-on-subscribe" => settings.keyframe_on_subscribe.to_value(),
             "signal-object-handoffs" => settings.signal_object_handoffs.to_value(),
             "max-subscribers" => settings.max_subscribers.to_value(),
@@ -1550,7 +1466,6 @@ impl ObjectImpl for MoqSink {
             "sync" => settings.sync.to_value(),
             "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
             "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
-            "tls-fingerprint" => settings.tls_fingerprint.to_value(),
             // Only an identity that exists: reading never generates a certificate.
             "tls-cert-fingerprint" => lock(&self.identity)
                 .as_ref()
@@ -1643,7 +1558,7 @@ impl ElementImpl for MoqSink {
         // The certificate of a listening sink exists from READY on, so applications can
         // read its fingerprint before they start the pipeline.
         if transition == gst::StateChange::NullToReady
-            && lock(&self.settings).url.is_none()
+            && lock(&self.settings).connection.url.is_none()
             && let Err(err) = self.identity()
         {
             self.post_error_message(err);

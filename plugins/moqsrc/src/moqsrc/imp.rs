@@ -14,7 +14,8 @@ use moq_player::select::{Choice, MediaKind, TrackPrefs};
 use moq_player::stats::ReceiverStats;
 use moq_player::{Now, Player, PlayerConfig, TrackId};
 use moq_session::blocking::{Canceller, runtime};
-use moq_session::{DEFAULT_VERSIONS, MoqUrl};
+use moq_session::{MoqUrl, Versions};
+use moqt_common::connection::{Connection, Endpoint, Side};
 use moqt_common::renamed::{Deprecations, Old, Renamed};
 use tokio::sync::{mpsc, watch};
 
@@ -61,18 +62,9 @@ const DEFAULT_LATENCY_MS: u32 = 100;
 
 #[derive(Debug, Clone)]
 struct Settings {
-    url: Option<String>,
-    /// Comma-separated URLs to fail over to.
-    backup_urls: Option<String>,
-    namespace: Option<String>,
+    connection: Connection,
     video_track: Choice,
     audio_track: Choice,
-    tls_fingerprint: Option<String>,
-    tls_ca_file: Option<std::path::PathBuf>,
-    tls_insecure: bool,
-    auth_token: Option<String>,
-    /// MoQ Transport drafts, as the property spells them (parsed at start).
-    versions: String,
     media_timeout_ms: u32,
     latency_ms: u32,
     skip_forward: bool,
@@ -86,16 +78,9 @@ struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            url: None,
-            backup_urls: None,
-            namespace: None,
+            connection: Connection::default(),
             video_track: Choice::First,
             audio_track: Choice::First,
-            tls_fingerprint: None,
-            tls_ca_file: None,
-            tls_insecure: false,
-            auth_token: None,
-            versions: DEFAULT_VERSIONS.into(),
             media_timeout_ms: DEFAULT_MEDIA_TIMEOUT_MS,
             latency_ms: DEFAULT_LATENCY_MS,
             skip_forward: true,
@@ -237,25 +222,19 @@ fn caps_for(entry: &TrackEntry) -> Option<gst::Caps> {
 /// Where one URL leads and how its certificate is checked: the URL's own settings (a URI
 /// handed to playbin carries them in its query) before the element's properties. Also
 /// returns the drafts the query names, if it names any.
+/// Where to subscribe: `text` with the connection properties.
 fn locate_server(
     text: &str,
-    settings: &Settings,
-) -> Result<(Server, Option<String>), gst::ErrorMessage> {
+    connection: &Connection,
+) -> Result<(Server, Versions), gst::ErrorMessage> {
     let settings_error = |e: String| gst::error_msg!(gst::ResourceError::Settings, ["{e}"]);
-    let mut url =
-        MoqUrl::parse(text).map_err(|e| settings_error(format!("invalid url {text:?}: {e}")))?;
-    let own = url
-        .take_settings()
-        .map_err(|e| settings_error(format!("{url}: {e}")))?;
-    let trust = own
-        .trust(
-            settings.tls_fingerprint.as_deref(),
-            settings.tls_ca_file.as_deref(),
-            settings.tls_insecure,
-        )
-        .map_err(|e| settings_error(format!("{url}: {e}")))?;
+    let Endpoint {
+        url,
+        trust,
+        versions,
+    } = connection.endpoint(text).map_err(settings_error)?;
     let located = url
-        .locate(settings.namespace.as_deref())
+        .locate(connection.namespace.as_deref())
         .map_err(|e| settings_error(e.to_string()))?;
     let server = Server {
         url,
@@ -263,7 +242,7 @@ fn locate_server(
         namespace: located.namespace,
         trust,
     };
-    Ok((server, own.versions))
+    Ok((server, versions))
 }
 
 impl Settings {
@@ -279,21 +258,17 @@ impl Settings {
 impl MoqSrc {
     fn config(&self) -> Result<(ReceiverConfig, Settings), gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
-        let text = settings.url.clone().ok_or_else(|| {
+        let connection = &settings.connection;
+        let text = connection.url.clone().ok_or_else(|| {
             gst::error_msg!(
                 gst::ResourceError::Settings,
                 ["no url set (moqt://HOST:PORT/NAMESPACE)"]
             )
         })?;
-        let (server, versions) = locate_server(&text, &settings)?;
-        let versions = versions.unwrap_or_else(|| settings.versions.clone());
-        let backups = settings
-            .backup_urls
-            .iter()
-            .flat_map(|list| list.split(','))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(|t| locate_server(t, &settings).map(|(server, _)| server))
+        let (server, versions) = locate_server(&text, connection)?;
+        let backups = connection
+            .backups()
+            .map(|t| locate_server(t, connection).map(|(server, _)| server))
             .collect::<Result<Vec<_>, _>>()?;
         if settings.video_track == Choice::Off && settings.audio_track == Choice::Off {
             return Err(gst::error_msg!(
@@ -305,10 +280,8 @@ impl MoqSrc {
             ReceiverConfig {
                 server,
                 backups,
-                auth_token: settings.auth_token.clone(),
-                versions: versions.parse().map_err(|e| {
-                    gst::error_msg!(gst::ResourceError::Settings, ["versions: {e}"])
-                })?,
+                auth_token: connection.auth_token.clone(),
+                versions,
                 prefs: TrackPrefs {
                     video: settings.video_track.clone(),
                     audio: settings.audio_track.clone(),
@@ -915,7 +888,7 @@ impl URIHandlerImpl for MoqSrc {
     }
 
     fn uri(&self) -> Option<String> {
-        lock(&self.settings).url.clone()
+        lock(&self.settings).connection.url.clone()
     }
 
     fn set_uri(&self, uri: &str) -> Result<(), glib::Error> {
@@ -926,7 +899,7 @@ impl URIHandlerImpl for MoqSrc {
             ));
         }
         MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
-        lock(&self.settings).url = Some(uri.to_owned());
+        lock(&self.settings).connection.url = Some(uri.to_owned());
         Ok(())
     }
 }
@@ -940,21 +913,6 @@ impl ObjectImpl for MoqSrc {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             vec![
-                glib::ParamSpecString::builder("url")
-                    .nick("URL")
-                    .blurb("MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; the query (e.g. ?jwt=TOKEN) goes to the server, except tls-fingerprint, tls-ca-file, tls-insecure and versions, which set this element")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("backup-urls")
-                    .nick("Backup URLs")
-                    .blurb("Comma-separated moqt:// URLs of other servers carrying the same broadcast (e.g. the other relays of a cluster; each may carry its own ?tls-fingerprint=). When the server in use fails, or sends no media for 2 s, the next one is tried, in turn, until timeout")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("namespace")
-                    .nick("Namespace")
-                    .blurb("Track namespace (the broadcast); '/' separates fields. Unset: the URL's last path segment, the path before it being the relay's root. Set: the whole URL path is the root")
-                    .mutable_ready()
-                    .build(),
                 glib::ParamSpecString::builder("video-track")
                     .nick("Video track")
                     .blurb("Video track to play (a pad video_0; its enhancement track is found in the catalog); unset: the first H.264 track of the catalog; none: no video")
@@ -963,33 +921,6 @@ impl ObjectImpl for MoqSrc {
                 glib::ParamSpecString::builder("audio-track")
                     .nick("Audio track")
                     .blurb("Audio track to play (a pad audio_0); unset: the first Opus or AAC track of the catalog; none: no audio")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-fingerprint")
-                    .nick("TLS fingerprint")
-                    .blurb("Accept only a server certificate with this SHA-256 fingerprint (hex, moqsink's tls-cert-fingerprint). Without it, tls-ca-file or tls-insecure, the server must have a certificate the system's root CAs trust")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("versions")
-                    .nick("MoQ Transport drafts")
-                    .blurb("Drafts of MoQ Transport to offer, preferred first, as draft numbers separated by commas: 22 (ALPN moqt-22), 20 (ALPN moqt-20), 16 (ALPN moqt-16), 14 (ALPN moq-00); the server picks one. moq-connected tells which")
-                    .default_value(Some(DEFAULT_VERSIONS))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-ca-file")
-                    .nick("TLS CA file")
-                    .blurb("PEM file of CA certificates the server's certificate must chain to (instead of the system's)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("auth-token")
-                    .nick("Authorization token")
-                    .blurb("A token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("tls-insecure")
-                    .nick("TLS insecure")
-                    .blurb("Accept any server certificate (testing only)")
-                    .default_value(false)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt::builder("media-timeout")
@@ -1040,6 +971,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
             ]
             .into_iter()
+            .chain(Connection::properties(Side::Subscriber))
             .chain(RENAMED.iter().map(Renamed::param_spec))
             .collect()
         });
@@ -1074,17 +1006,12 @@ impl ObjectImpl for MoqSrc {
                 .filter(|t| !t.is_empty())
         };
         let mut settings = lock(&self.settings);
+        if settings.connection.set(pspec.name(), value) {
+            return;
+        }
         match pspec.name() {
-            "url" => settings.url = text(),
-            "backup-urls" => settings.backup_urls = text(),
-            "namespace" => settings.namespace = text(),
             "video-track" => settings.video_track = Choice::from_property(text().as_deref()),
             "audio-track" => settings.audio_track = Choice::from_property(text().as_deref()),
-            "tls-fingerprint" => settings.tls_fingerprint = text(),
-            "tls-ca-file" => settings.tls_ca_file = text().map(Into::into),
-            "auth-token" => settings.auth_token = text(),
-            "versions" => settings.versions = text().unwrap_or_else(|| DEFAULT_VERSIONS.into()),
-            "tls-insecure" => settings.tls_insecure = value.get().unwrap_or_default(),
             "media-timeout" => {
                 settings.media_timeout_ms = value.get().unwrap_or(DEFAULT_MEDIA_TIMEOUT_MS)
             }
@@ -1111,22 +1038,12 @@ impl ObjectImpl for MoqSrc {
             return renamed.to_old(&self.obj().property_value(renamed.new));
         }
         let settings = lock(&self.settings).clone();
+        if let Some(value) = settings.connection.get(pspec.name()) {
+            return value;
+        }
         match pspec.name() {
-            "url" => settings.url.to_value(),
-            "backup-urls" => settings.backup_urls.to_value(),
-            "namespace" => settings.namespace.to_value(),
             "video-track" => settings.video_track.to_property().to_value(),
             "audio-track" => settings.audio_track.to_property().to_value(),
-            "tls-fingerprint" => settings.tls_fingerprint.to_value(),
-            "tls-ca-file" => settings
-                .tls_ca_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value(),
-            "tls-insecure" => settings.tls_insecure.to_value(),
-            // Write-only in effect: a secret is not read back.
-            "auth-token" => settings.auth_token.as_ref().map(|_| "***").to_value(),
-            "versions" => settings.versions.to_value(),
             "media-timeout" => settings.media_timeout_ms.to_value(),
             "latency" => settings.latency_ms.to_value(),
             "skip-forward" => settings.skip_forward.to_value(),

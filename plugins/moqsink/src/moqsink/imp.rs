@@ -1151,8 +1151,6 @@ impl ObjectImpl for MoqSink {
     fn signals() -> &'static [glib::subclass::Signal] {
         static SIGNALS: LazyLock<Vec<glib::subclass::Signal>> = LazyLock::new(|| {
             vec![
-                // track, group, object, when moqsink wrote it and when QUIC took its last
-                // byte (µs since the UNIX epoch). Emitted from the network thread.
                 // Asks every direct subscriber to move elsewhere (GOAWAY, naming the
                 // session URI given, or none): moqsrc viewers open a new session there,
                 // hand over at a group boundary and leave this one. Listening only.
@@ -1167,6 +1165,8 @@ impl ObjectImpl for MoqSink {
                         None
                     })
                     .build(),
+                // track, group, object, when moqsink wrote it and when QUIC took its last
+                // byte (µs since the UNIX epoch). Emitted from the network thread.
                 glib::subclass::Signal::builder("object-handoff")
                     .param_types([
                         String::static_type(),

@@ -12,7 +12,7 @@ use gst::prelude::*;
 
 /// A live stream x264 can actually hold at its target rate: a noise patch over a moving
 /// ball keeps every frame distinct (a plain test pattern undershoots).
-fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
+fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element) {
     sender_with(
         "bitrate=800 bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0",
         sink_properties,
@@ -20,18 +20,17 @@ fn sender(sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
 }
 
 /// [`sender`] with these x264enc settings.
-fn sender_with(x264: &str, sink_properties: &str) -> (gst::Pipeline, gst::Element, u16) {
-    let port = free_udp_port();
+fn sender_with(x264: &str, sink_properties: &str) -> (gst::Pipeline, gst::Element) {
     let pipeline = launch(&format!(
         "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
          ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
          ! x264enc name=enc {x264} \
-         ! h264parse ! moqsink name=sink listen=127.0.0.1:{port} {sink_properties} \
+         ! h264parse ! moqsink name=sink listen=127.0.0.1:0 {sink_properties} \
          videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
          videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1"
     ));
     let sink = pipeline.by_name("sink").expect("moqsink");
-    (pipeline, sink, port)
+    (pipeline, sink)
 }
 
 /// A link in front of the sender at `port` following `steps` of (seconds, kbit/s).
@@ -94,11 +93,11 @@ const RATE_CONTROL: &str = "rate-control=encoder encoder-min-bitrate=150000 \
 
 #[test]
 fn the_encoder_follows_a_slow_link_down_and_back_up() {
-    let (sender, sink, port) = sender(RATE_CONTROL);
+    let (sender, sink) = sender(RATE_CONTROL);
     let fingerprint = certificate_fingerprint(&sender, &sink);
-    let link = link(port, &[(25, 400), (35, 1200)]);
     let samples = sample_bitrate(sender.by_name("enc").unwrap());
-    sender.set_state(gst::State::Playing).expect("sender plays");
+    let port = play_listening(&sender, &sink);
+    let link = link(port, &[(25, 400), (35, 1200)]);
     let receiver = Receiver::start(&format!(
         "url=moqt://{}/live tls-fingerprint={fingerprint} media-timeout=20000",
         link.local_addr()
@@ -169,15 +168,15 @@ const CHANGING: [(u64, u64); 12] = [
 fn with_x264_defaults_the_target_stays_off_the_floor_on_a_changing_link() {
     // The README's publish line: B-frames and x264's default lookahead (40 frames), which
     // answers a new bitrate late.
-    let (sender, sink, port) = sender_with(
+    let (sender, sink) = sender_with(
         "bitrate=600 bframes=3 key-int-max=15 option-string=scenecut=0",
         "rate-control=encoder encoder-min-bitrate=150000 encoder-max-bitrate=1200000 \
          encoder-start-bitrate=600000",
     );
     let fingerprint = certificate_fingerprint(&sender, &sink);
-    let link = link_with_delay(port, &CHANGING, 25);
     let samples = sample_bitrate(sender.by_name("enc").unwrap());
-    sender.set_state(gst::State::Playing).expect("sender plays");
+    let port = play_listening(&sender, &sink);
+    let link = link_with_delay(port, &CHANGING, 25);
     let receiver = Receiver::start(&format!(
         "url=moqt://{}/live tls-fingerprint={fingerprint} media-timeout=20000",
         link.local_addr()
@@ -217,12 +216,12 @@ fn with_x264_defaults_the_target_stays_off_the_floor_on_a_changing_link() {
 
 #[test]
 fn with_two_subscribers_the_slower_path_sets_the_rate() {
-    let (sender, sink, port) = sender(RATE_CONTROL);
+    let (sender, sink) = sender(RATE_CONTROL);
     let fingerprint = certificate_fingerprint(&sender, &sink);
+    let samples = sample_bitrate(sender.by_name("enc").unwrap());
+    let port = play_listening(&sender, &sink);
     let slow = link(port, &[(60, 400)]);
     let fast = link(port, &[(60, 1500)]);
-    let samples = sample_bitrate(sender.by_name("enc").unwrap());
-    sender.set_state(gst::State::Playing).expect("sender plays");
     let receivers: Vec<Receiver> = [&slow, &fast]
         .iter()
         .map(|l| {

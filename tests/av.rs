@@ -26,18 +26,16 @@ fn require(codec: AudioCodec) {
     }
 }
 
-fn listen() -> (u16, String) {
-    let port = free_udp_port();
-    (port, format!("listen=127.0.0.1:{port}"))
-}
+/// Where the senders listen: a port the system picks ([`AvSender::port`] tells which).
+const LISTEN: &str = "listen=127.0.0.1:0";
 
 /// Plays A/V for `seconds`, ends the stream at the sender and checks the receiver's
 /// output: both pads reach EOS, ≥ 95 % of either kind of frame after joining, and A/V
 /// skew within 40 ms.
 fn play_and_check(codec: AudioCodec, seconds: u64) {
     require(codec);
-    let (port, target) = listen();
-    let sender = AvSender::start(&test_video(), codec, &target);
+    let sender = AvSender::start(&test_video(), codec, LISTEN);
+    let port = sender.port();
     let receiver = AvReceiver::start(
         &format!(
             "url=moqt://127.0.0.1:{port}/live tls-fingerprint={}",
@@ -89,8 +87,8 @@ fn aac_and_video_play_in_sync_and_both_pads_reach_eos() {
 #[test]
 fn a_late_joiner_gets_both_tracks() {
     require(AudioCodec::Opus);
-    let (port, target) = listen();
-    let sender = AvSender::start(&test_video(), AudioCodec::Opus, &target);
+    let sender = AvSender::start(&test_video(), AudioCodec::Opus, LISTEN);
+    let port = sender.port();
     let url = format!(
         "url=moqt://127.0.0.1:{port}/live tls-fingerprint={}",
         sender.fingerprint()
@@ -114,8 +112,8 @@ fn a_late_joiner_gets_both_tracks() {
 fn video_only_and_audio_only_broadcasts_and_track_choices() {
     require(AudioCodec::Opus);
     // `video-track=none`: only the audio pad appears.
-    let (port, target) = listen();
-    let sender = AvSender::start(&test_video(), AudioCodec::Opus, &target);
+    let sender = AvSender::start(&test_video(), AudioCodec::Opus, LISTEN);
+    let port = sender.port();
     let pipeline = launch(&format!(
         "moqsrc name=s url=moqt://127.0.0.1:{port}/live tls-fingerprint={} video-track=none \
          ! opusdec ! fakesink name=out",
@@ -157,12 +155,11 @@ fn video_only_and_audio_only_broadcasts_and_track_choices() {
 #[test]
 fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
     require(AudioCodec::Opus);
-    let port = free_udp_port();
     let sender = launch(&format!(
-        "{TEST_VIDEO} ! {TEST_ENCODER} ! m.video_0 moqsink name=m sync=false listen=127.0.0.1:{port}"
+        "{TEST_VIDEO} ! {TEST_ENCODER} ! m.video_0 moqsink name=m sync=false {LISTEN}"
     ));
-    sender.set_state(gst::State::Playing).unwrap();
     let sink = sender.by_name("m").unwrap();
+    let port = play_listening(&sender, &sink);
     let fingerprint = sink
         .property::<Option<String>>("tls-cert-fingerprint")
         .unwrap();
@@ -216,8 +213,8 @@ fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
 #[test]
 fn audio_plays_on_without_gaps_while_congestion_makes_the_video_skip() {
     require(AudioCodec::Opus);
-    let (port, target) = listen();
-    let sender = AvSender::start(CONGESTED_VIDEO, AudioCodec::Opus, &target);
+    let sender = AvSender::start(CONGESTED_VIDEO, AudioCodec::Opus, LISTEN);
+    let port = sender.port();
     let fingerprint = sender.fingerprint();
     play_congested(&sender, SocketAddr::from(([127, 0, 0, 1], port)), |link| {
         format!("url=moqt://{link}/live tls-fingerprint={fingerprint}")
@@ -240,9 +237,8 @@ fn caps_moqsink_cannot_carry_are_refused_at_negotiation() {
             "without codec_data",
         ),
     ] {
-        let port = free_udp_port();
         let pipeline = launch(&format!(
-            "appsrc name=src format=time caps={caps} ! m.audio_0 moqsink name=m listen=127.0.0.1:{port}"
+            "appsrc name=src format=time caps={caps} ! m.audio_0 moqsink name=m {LISTEN}"
         ));
         let appsrc = pipeline
             .by_name("src")

@@ -25,13 +25,12 @@ fn first_error(pipeline: &gst::Pipeline, timeout: Duration) -> String {
 
 #[test]
 fn non_h264_caps_are_refused_at_negotiation() {
-    let port = free_udp_port();
     // Linked to a requested pad by name, so the raw caps only meet moqsink at negotiation,
     // where upstream finds nothing in common with the pad.
-    let pipeline = launch(&format!(
+    let pipeline = launch(
         "appsrc name=src format=time caps=video/x-raw,format=I420,width=64,height=64,framerate=1/1 \
-         ! sink.video_0 moqsink name=sink listen=127.0.0.1:{port}"
-    ));
+         ! sink.video_0 moqsink name=sink listen=127.0.0.1:0",
+    );
     let appsrc = pipeline
         .by_name("src")
         .and_downcast::<gst_app::AppSrc>()
@@ -245,8 +244,11 @@ fn a_resolution_change_mid_stream_keeps_decoding_with_the_new_size() {
 
 #[test]
 fn an_unreachable_publisher_is_an_error_naming_the_url_after_the_timeout() {
-    let port = free_udp_port();
-    let url = format!("moqt://127.0.0.1:{port}/live");
+    let silent = silent_udp_socket();
+    let url = format!(
+        "moqt://127.0.0.1:{}/live",
+        silent.local_addr().unwrap().port()
+    );
     let pipeline = launch(&format!(
         "moqsrc url={url} tls-insecure=true media-timeout=2000 ! fakesink"
     ));

@@ -17,7 +17,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -40,10 +40,18 @@ const MOQ_EPOCH_UNIX_MS: f64 = 1_577_836_800_000.0;
 /// The runner's exit status when Chromium cannot start (tools/browser/watch.mjs).
 const CHROMIUM_CANNOT_START: i32 = 3;
 
-/// A port free for both UDP (QUIC) and TCP (the relay's HTTP side) on 127.0.0.1.
+/// A port free for both UDP (QUIC) and TCP (the relay's HTTP side) on 127.0.0.1. The only
+/// port the tests choose before a server binds it: the web player reaches the certificate's
+/// hash and WebTransport at one host:port, and moq-relay cannot be asked to pick one number
+/// for both protocols itself. Tried again should another process take it first.
 fn free_port_pair() -> u16 {
     (0..50)
-        .map(|_| free_udp_port())
+        .filter_map(|_| {
+            UdpSocket::bind("127.0.0.1:0")
+                .and_then(|s| s.local_addr())
+                .ok()
+        })
+        .map(|a| a.port())
         .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
         .expect("a port free for UDP and TCP")
 }

@@ -56,13 +56,12 @@ fn run_with_budget(
     max_backlog_ms: Option<u32>,
 ) -> Run {
     init();
-    let port = free_udp_port();
     let sender = gst::parse::launch(REFERENCE_SENDER)
         .expect("sender parses")
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
     let sink = sender.by_name("sink").expect("moqsink");
-    sink.set_property("listen", format!("127.0.0.1:{port}"));
+    sink.set_property("listen", "127.0.0.1:0");
     sink.set_property_from_str("delivery", delivery);
     if let Some(ms) = max_backlog_ms {
         sink.set_property("max-backlog", ms);
@@ -78,6 +77,7 @@ fn run_with_budget(
             gst::PadProbeReturn::Ok
         });
     let fingerprint = certificate_fingerprint(&sender, &sink);
+    let port = play_listening(&sender, &sink);
     let link = linkem::Link::start(linkem::LinkConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         forward: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -87,7 +87,6 @@ fn run_with_budget(
         log: None,
     })
     .expect("link starts");
-    sender.set_state(gst::State::Playing).expect("sender plays");
 
     let receiver = gst::parse::launch(&format!(
         "moqsrc name=src url=moqt://{}/live tls-fingerprint={fingerprint} skip-forward={skip_forward} \

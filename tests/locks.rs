@@ -13,8 +13,9 @@ use gst::prelude::*;
 #[test]
 fn stopping_moqsrc_while_it_waits_for_data_returns_at_once() {
     init();
-    // Nobody listens: the streaming thread waits for data that never comes.
-    let port = free_udp_port();
+    // Nobody answers: the streaming thread waits for data that never comes.
+    let silent = silent_udp_socket();
+    let port = silent.local_addr().unwrap().port();
     let pipeline = gst::parse::launch(&format!(
         "moqsrc url=moqt://127.0.0.1:{port}/live tls-insecure=true media-timeout=60000 ! fakesink"
     ))

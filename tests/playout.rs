@@ -155,12 +155,11 @@ fn adaptive_playout_gives_back_latency_a_fixed_one_keeps() {
 /// encoded as the README's publish line does (B-frames, x264's default lookahead), its
 /// bitrate driven by moqsink from `start_kbit`. The pipeline and where it listens.
 fn rate_controlled(start_kbit: u64) -> (gst::Pipeline, u16, String) {
-    let port = free_udp_port();
     let pipeline = launch(&format!(
         "compositor name=mix sink_1::xpos=100 sink_1::ypos=80 \
          ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 \
          ! x264enc bitrate={start_kbit} bframes=3 key-int-max=15 speed-preset=veryfast option-string=scenecut=0 \
-         ! h264parse ! moqsink name=sink listen=127.0.0.1:{port} rate-control=encoder \
+         ! h264parse ! moqsink name=sink listen=127.0.0.1:0 rate-control=encoder \
            encoder-min-bitrate=100000 encoder-max-bitrate=1500000 encoder-start-bitrate={} \
          videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=24/1 ! mix.sink_0 \
          videotestsrc is-live=true pattern=snow ! video/x-raw,format=I420,width=96,height=96,framerate=24/1 ! mix.sink_1",
@@ -168,9 +167,7 @@ fn rate_controlled(start_kbit: u64) -> (gst::Pipeline, u16, String) {
     ));
     let sink = pipeline.by_name("sink").expect("moqsink");
     let fingerprint = certificate_fingerprint(&pipeline, &sink);
-    pipeline
-        .set_state(gst::State::Playing)
-        .expect("sender plays");
+    let port = play_listening(&pipeline, &sink);
     (pipeline, port, fingerprint)
 }
 

@@ -12,7 +12,8 @@
 
 mod common;
 
-use std::net::{SocketAddr, UdpSocket};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -57,6 +58,34 @@ fn count_messages(pipeline: &gst::Pipeline, name: &'static str) -> Arc<Mutex<usi
     counted
 }
 
+/// The port in moq-relay's "listening addr=HOST:PORT kind=\"quic\"" log line.
+fn quic_listen_port(line: &str) -> Option<u16> {
+    let line: String = strip_ansi(line);
+    if !line.contains("listening") || !line.contains("kind=\"quic\"") {
+        return None;
+    }
+    let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
+    addr.parse::<SocketAddr>().ok().map(|a| a.port())
+}
+
+/// `text` without terminal colour sequences (ESC [ … m).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A moq-relay on 127.0.0.1 with its own self-signed certificate.
 struct Relay {
     child: Option<Child>,
@@ -89,19 +118,15 @@ impl Relay {
         let certified =
             rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
                 .unwrap();
-        let dir = std::env::temp_dir().join(format!(
-            "moq-relay-test-{}-{}",
-            std::process::id(),
-            free_udp_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("moq-relay-test");
         std::fs::write(dir.join("cert.pem"), certified.cert.pem()).unwrap();
         std::fs::write(dir.join("key.pem"), certified.key_pair.serialize_pem()).unwrap();
         let fingerprint =
             moq_session::tls::fingerprint_hex(&moq_session::tls::fingerprint(certified.cert.der()));
         let mut relay = Relay {
             child: None,
-            port: free_udp_port(),
+            // The system picks it at the first start; a restart takes the same one.
+            port: 0,
             dir,
             fingerprint,
             args: args.iter().map(|a| a.to_string()).collect(),
@@ -111,7 +136,7 @@ impl Relay {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new(relay_binary())
+        let mut child = Command::new(relay_binary())
             .arg("--listen")
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--listen-tls-cert")
@@ -120,17 +145,36 @@ impl Relay {
             .arg(self.dir.join("key.pem"))
             .args(&self.args)
             .args(["--iroh-enabled=false", "--log-level", "warn"])
+            // Its one line saying where it listens, and warnings.
+            .env("RUST_LOG", "moq_relay::relay=info")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("moq-relay starts");
+        let log = child.stderr.take().expect("moq-relay's log");
         self.child = Some(child);
-        // Ready once the UDP port is taken.
-        let deadline = Instant::now() + WAIT;
-        while UdpSocket::bind(("127.0.0.1", self.port)).is_ok() {
-            assert!(Instant::now() < deadline, "moq-relay did not bind its port");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        // Ready once it says where it listens; the rest of its log is read and dropped.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(log).lines().map_while(Result::ok) {
+                if let Some(port) = quic_listen_port(&line)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(port);
+                }
+            }
+        });
+        let port = rx
+            .recv_timeout(WAIT)
+            .expect("moq-relay says where it listens");
+        assert!(
+            self.port == 0 || self.port == port,
+            "moq-relay restarted on {port}, not {}",
+            self.port
+        );
+        self.port = port;
     }
 
     fn kill(&mut self) {
@@ -641,12 +685,7 @@ struct JwtRelay {
 
 impl JwtRelay {
     fn start() -> JwtRelay {
-        let dir = std::env::temp_dir().join(format!(
-            "moq-jwt-test-{}-{}",
-            std::process::id(),
-            free_udp_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("moq-jwt-test");
         let key = dir.join("key.jwk");
         let status = Command::new(moq_cli())
             .args(["auth", "generate", "--out"])

@@ -17,7 +17,7 @@ use moq_session::{
 };
 
 /// One camera, two encoders whose own GoPs (48 and 30 frames) rarely coincide.
-fn renditions_pipeline(port: u16) -> String {
+fn renditions_pipeline() -> String {
     let encoder = |kbit: u32, gop: u32| {
         format!(
             "queue ! x264enc bitrate={kbit} key-int-max={gop} bframes=0 speed-preset=ultrafast \
@@ -27,24 +27,23 @@ fn renditions_pipeline(port: u16) -> String {
     format!(
         "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=24/1 \
          ! tee name=t t. ! {} ! m.video_0 t. ! {} ! m.video_1 \
-         moqsink name=m sync=false listen=127.0.0.1:{port}",
+         moqsink name=m sync=false listen=127.0.0.1:0",
         encoder(250, 48),
         encoder(600, 30)
     )
 }
 
-/// The two renditions into a listening moqsink on a free port, with `sink_properties`
-/// added to moqsink's, not yet playing: (port, pipeline, moqsink).
-fn launch_renditions(sink_properties: &str) -> (u16, gst::Pipeline, gst::Element) {
+/// The two renditions into a moqsink that will listen on a free port, with
+/// `sink_properties` added to moqsink's, not yet playing: (pipeline, moqsink).
+fn launch_renditions(sink_properties: &str) -> (gst::Pipeline, gst::Element) {
     init();
-    let port = free_udp_port();
-    let description = format!("{} {sink_properties}", renditions_pipeline(port));
+    let description = format!("{} {sink_properties}", renditions_pipeline());
     let pipeline = gst::parse::launch(&description)
         .expect("pipeline")
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
     let sink = pipeline.by_name("m").expect("moqsink");
-    (port, pipeline, sink)
+    (pipeline, sink)
 }
 
 /// Running times (µs) of the keyframes that reached each of moqsink's two video pads.
@@ -92,14 +91,14 @@ fn publish(
     seconds: u64,
     inspect: impl FnOnce(u16, &gst::Element),
 ) -> [Vec<i64>; 2] {
-    let (port, pipeline, sink) = launch_renditions("");
+    let (pipeline, sink) = launch_renditions("");
     for (pad, kbit) in [("video_0", 250_000u64), ("video_1", 600_000)] {
         let pad = sink.static_pad(pad).expect("requested pad");
         pad.set_property("alt-group", alt_group);
         pad.set_property("bitrate", kbit);
     }
     let keyframes = record_keyframes(&sink);
-    pipeline.set_state(gst::State::Playing).expect("plays");
+    let port = play_listening(&pipeline, &sink);
     std::thread::sleep(Duration::from_secs(seconds));
     inspect(port, &sink);
     pipeline.set_state(gst::State::Null).unwrap();
@@ -190,10 +189,10 @@ fn the_catalog_lists_renditions_as_alternates_with_their_bitrates() {
 #[test]
 fn a_launch_line_declares_renditions_through_the_pads_properties() {
     // gst-launch syntax: the pads do not exist yet when the properties are parsed.
-    let (port, pipeline, sink) = launch_renditions(
+    let (pipeline, sink) = launch_renditions(
         "video_0::alt-group=2 video_0::bitrate=250000 video_1::alt-group=2 video_1::bitrate=600000",
     );
-    pipeline.set_state(gst::State::Playing).expect("plays");
+    let port = play_listening(&pipeline, &sink);
     std::thread::sleep(Duration::from_secs(2));
     let catalog = fetch_catalog(port, &sink);
     pipeline.set_state(gst::State::Null).unwrap();
@@ -208,7 +207,7 @@ fn a_launch_line_declares_renditions_through_the_pads_properties() {
 
 #[test]
 fn an_alternate_without_a_bitrate_is_refused_with_a_clear_error() {
-    let (_, pipeline, sink) = launch_renditions("");
+    let (pipeline, sink) = launch_renditions("");
     sink.static_pad("video_1")
         .expect("requested pad")
         .set_property("alt-group", 1u32);
@@ -249,9 +248,8 @@ fn direct_viewer(port: u16, sink: &gst::Element, properties: &str) -> Receiver {
 
 #[test]
 fn abr_climbs_an_open_path_to_the_highest_rendition_without_a_seam() {
-    let port = free_udp_port();
-    let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
-    let receiver = direct_viewer(port, &sink, "");
+    let (publisher, sink) = ladder::publish_ladder("listen=127.0.0.1:0");
+    let receiver = direct_viewer(listening_port(&sink), &sink, "");
     receiver.wait_frames(24, WAIT).expect("plays");
     let started = ladder::playing(&receiver).0;
     wait_rendition(&receiver, ladder::RENDITIONS[2], Duration::from_secs(40))
@@ -287,9 +285,8 @@ fn abr_climbs_an_open_path_to_the_highest_rendition_without_a_seam() {
 
 #[test]
 fn a_pinned_rendition_plays_and_pinning_another_switches_while_playing() {
-    let port = free_udp_port();
-    let (publisher, sink) = ladder::publish_ladder(&format!("listen=127.0.0.1:{port}"));
-    let receiver = direct_viewer(port, &sink, "rendition=video-1");
+    let (publisher, sink) = ladder::publish_ladder("listen=127.0.0.1:0");
+    let receiver = direct_viewer(listening_port(&sink), &sink, "rendition=video-1");
     receiver.wait_frames(24, WAIT).expect("plays");
     assert_eq!(ladder::playing(&receiver).0, "video-1");
     let src = receiver.pipeline.by_name("src").expect("moqsrc");

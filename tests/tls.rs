@@ -41,13 +41,7 @@ fn test_ca(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "moq-tls-test-{}-{}",
-        std::process::id(),
-        free_udp_port()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    scratch_dir("moq-tls-test")
 }
 
 /// Plays `url` for a few seconds in a `gst-launch-1.0` process whose system roots are
@@ -128,7 +122,7 @@ fn a_ca_file_is_trusted_by_moqsrc_too() {
 fn the_certificate_fingerprint_is_read_only_and_exists_from_ready_on() {
     init();
     let sink = gst::ElementFactory::make("moqsink")
-        .property("listen", format!("127.0.0.1:{}", free_udp_port()))
+        .property("listen", "127.0.0.1:0")
         .build()
         .unwrap();
     // What gst-inspect-1.0 shows: no certificate is made just to be displayed.

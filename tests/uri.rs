@@ -13,14 +13,14 @@ use common::*;
 use gst::prelude::*;
 
 fn av_sender() -> (AvSender, String) {
-    let port = free_udp_port();
     let sender = AvSender::start(
         &format!("{TEST_VIDEO} ! {TEST_ENCODER}"),
         AudioCodec::Opus,
-        &format!("listen=127.0.0.1:{port}"),
+        "listen=127.0.0.1:0",
     );
     let uri = format!(
-        "moqt://127.0.0.1:{port}/live?tls-fingerprint={}",
+        "moqt://127.0.0.1:{}/live?tls-fingerprint={}",
+        sender.port(),
         sender.fingerprint()
     );
     (sender, uri)

@@ -149,6 +149,11 @@ impl AvSender {
         }
     }
 
+    /// The port a listening sender (`listen=HOST:0`) took.
+    pub fn port(&self) -> u16 {
+        super::listening_port(&self.sink)
+    }
+
     pub fn fingerprint(&self) -> String {
         self.sink
             .property::<Option<String>>("tls-cert-fingerprint")

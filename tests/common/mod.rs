@@ -71,12 +71,7 @@ pub fn plugin_dir() -> std::path::PathBuf {
 /// Runs `command` for `duration`, then kills it; returns what it printed (stdout, then
 /// stderr). Output goes to files, not pipes: a chatty child would block on a full pipe.
 pub fn run_for(command: &mut std::process::Command, duration: Duration) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "moq-child-{}-{}",
-        std::process::id(),
-        free_udp_port()
-    ));
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let dir = scratch_dir("moq-child");
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let file = |p: &std::path::Path| std::fs::File::create(p).expect("an output file");
     let mut child = command
@@ -96,12 +91,44 @@ pub fn run_for(command: &mut std::process::Command, duration: Duration) -> Strin
     text
 }
 
-/// A UDP port nobody listens on right now.
-pub fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .expect("bind an ephemeral UDP port")
-        .port()
+/// Plays `pipeline`, whose moqsink `sink` has `listen=HOST:0`: the port it listens on.
+pub fn play_listening(pipeline: &gst::Pipeline, sink: &gst::Element) -> u16 {
+    pipeline
+        .set_state(gst::State::Playing)
+        .expect("sender plays");
+    listening_port(sink)
+}
+
+/// The port a started moqsink listens on (its `current-port`).
+pub fn listening_port(sink: &gst::Element) -> u16 {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let port = sink.property::<u32>("current-port");
+        if port != 0 {
+            return u16::try_from(port).expect("a UDP port");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "moqsink is not listening"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A UDP socket on 127.0.0.1 that never answers: a server that is not there, held for as
+/// long as the test keeps it so nobody else takes its port.
+pub fn silent_udp_socket() -> UdpSocket {
+    UdpSocket::bind("127.0.0.1:0").expect("bind an ephemeral UDP port")
+}
+
+/// A new directory under the system's temporary one, `prefix` and a name no other test
+/// of this process uses.
+pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
 }
 
 /// Raw video every test encodes; I420 keeps x264enc in High profile (not High 4:4:4).
@@ -224,8 +251,9 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// On a port the system picks.
     pub fn start(sink_properties: &str) -> Sender {
-        Sender::start_on(free_udp_port(), sink_properties)
+        Sender::start_on(0, sink_properties)
     }
 
     /// Like [`start`](Self::start) on a given port (a publisher coming back).
@@ -235,7 +263,7 @@ impl Sender {
 
     /// Like [`start`](Self::start) with another encoder description.
     pub fn start_with_encoder(sink_properties: &str, encoder: &str) -> Sender {
-        Sender::launch(Some(free_udp_port()), encoder, sink_properties)
+        Sender::launch(Some(0), encoder, sink_properties)
     }
 
     /// A sender that publishes through a relay (`sink_properties` give its `url`).
@@ -243,7 +271,7 @@ impl Sender {
         Sender::launch(None, TEST_ENCODER, sink_properties)
     }
 
-    /// `port`: listen there; `None`: the properties say where to publish.
+    /// `port`: listen there (0: any free port); `None`: the properties say where to publish.
     fn launch(port: Option<u16>, encoder: &str, sink_properties: &str) -> Sender {
         init();
         let listen = port.map_or(String::new(), |p| format!("listen=127.0.0.1:{p}"));
@@ -272,11 +300,15 @@ impl Sender {
         pipeline
             .set_state(gst::State::Playing)
             .expect("sender plays");
+        let port = match port {
+            Some(_) => listening_port(&sink),
+            None => 0,
+        };
         Sender {
             pipeline,
             sink,
             sent,
-            port: port.unwrap_or(0),
+            port,
         }
     }
 
@@ -329,10 +361,9 @@ pub fn h264_caps(width: u32, height: u32) -> gst::Caps {
 
 impl AppSender {
     pub fn start(caps: &gst::Caps, sink_properties: &str) -> AppSender {
-        let port = free_udp_port();
         let pipeline = launch(&format!(
             "appsrc name=src format=time is-live=true ! sink.video_0 \
-             moqsink name=sink sync=false listen=127.0.0.1:{port} {sink_properties}"
+             moqsink name=sink sync=false listen=127.0.0.1:0 {sink_properties}"
         ));
         let src = pipeline
             .by_name("src")
@@ -343,6 +374,7 @@ impl AppSender {
         pipeline
             .set_state(gst::State::Playing)
             .expect("sender plays");
+        let port = listening_port(&sink);
         AppSender {
             pipeline,
             sink,

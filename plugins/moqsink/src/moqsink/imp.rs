@@ -313,6 +313,8 @@ pub struct MoqSink {
     target_bps: AtomicU64,
     /// Old property names used, to warn about on the bus.
     deprecations: Deprecations,
+    /// The UDP port listened on while running (0: none).
+    current_port: AtomicU32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -435,6 +437,8 @@ impl MoqSink {
                 )
             })?;
         let bound = server.local_addr();
+        self.current_port
+            .store(u32::from(bound.port()), Ordering::Relaxed);
         let fingerprint = tls::fingerprint_hex(&identity.fingerprint());
         gst::info!(
             CAT,
@@ -817,6 +821,7 @@ impl MoqSink {
     }
 
     fn stop(&self) {
+        self.current_port.store(0, Ordering::Relaxed);
         if let Some(started) = lock(&self.state).take() {
             if let Some(adapting) = &started.adapting {
                 adapting.abort();
@@ -1194,6 +1199,12 @@ impl ObjectImpl for MoqSink {
                     .blurb("Listening: SHA-256 (hex) of this sink's certificate, for receivers to pin (tls-fingerprint on moqsrc); known from the READY state on, also posted in the moq-listening message")
                     .read_only()
                     .build(),
+                glib::ParamSpecUInt::builder("current-port")
+                    .nick("Current port")
+                    .blurb("Listening: the UDP port subscribers reach this sink on while it runs (listen=HOST:0 picks a free one; also in the moq-listening message); 0 otherwise")
+                    .maximum(u32::from(u16::MAX))
+                    .read_only()
+                    .build(),
                 glib::ParamSpecString::builder("tls-cert-file")
                     .nick("TLS certificate file")
                     .blurb("PEM certificate chain; with tls-key-file. Unset: a self-signed certificate is generated")
@@ -1465,6 +1476,7 @@ impl ObjectImpl for MoqSink {
             "encoder-start-bitrate" => settings.encoder_start_bps.to_value(),
             "sync" => settings.sync.to_value(),
             "estimated-bitrate" => self.estimated_bps.load(Ordering::Relaxed).to_value(),
+            "current-port" => self.current_port.load(Ordering::Relaxed).to_value(),
             "target-bitrate" => self.target_bps.load(Ordering::Relaxed).to_value(),
             // Only an identity that exists: reading never generates a certificate.
             "tls-cert-fingerprint" => lock(&self.identity)

@@ -286,7 +286,7 @@ fn without_an_encoder_upstream_the_target_is_only_posted() {
         "url=moqt://{}/live tls-insecure=true media-timeout=20000",
         link.local_addr()
     ));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_subscribed(&sender.sink, "video");
     for au in &aus {
         sender.push(&au.data, au.pts_us, au.dts_us, au.key);
         std::thread::sleep(Duration::from_millis(42));

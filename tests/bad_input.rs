@@ -66,8 +66,8 @@ fn publish(sender: &AppSender, aus: &[EncodedAu]) {
 
 fn subscribe(sender: &AppSender) -> Receiver {
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", sender.url()));
-    // Give the receiver time to subscribe before what it must see goes out.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Subscribed before what it must see goes out.
+    wait_subscribed(&sender.sink, "video");
     receiver
 }
 

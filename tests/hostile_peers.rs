@@ -413,7 +413,7 @@ fn out_of_range_frame_headers_from_a_publisher_are_dropped_not_a_crash() {
     let publisher = HostilePublisher::start();
     let (catalog, video) = publisher.with_catalog([24, 1]);
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", publisher.url()));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("moqsrc subscribed", || video.stats().sessions > 0);
     let huge = varint::MAX_VARINT;
     let mut group = None;
     let mut good = 0;
@@ -499,7 +499,7 @@ fn tracks_of_codecs_moqsrc_does_not_carry_get_a_warning_and_no_pad() {
         ],
     );
     let receiver = Receiver::start(&format!("url={} tls-insecure=true", publisher.url()));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("moqsrc subscribed", || video.stats().sessions > 0);
     let mut group = None;
     for (i, au) in aus.iter().enumerate() {
         write_frame(&video, &mut group, i, au);

@@ -1205,8 +1205,8 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
         "--drain-timeout",
         "8s",
     ]);
-    let _sender = root.publisher("");
-    std::thread::sleep(Duration::from_secs(2));
+    let sender = root.publisher("");
+    wait_announced(&sender.sink);
     let viewer = leaf.subscriber(&format!(
         "backup-urls={}?tls-fingerprint={} media-timeout=30000",
         root.url(),
@@ -1285,7 +1285,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
         root.fingerprint
     ));
     let moved = count_messages(&sender.pipeline, "moq-moved");
-    std::thread::sleep(Duration::from_secs(2));
+    wait_announced(&sender.sink);
     let viewer = root.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     let before = viewer.frames().len();
@@ -1333,7 +1333,7 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
         relay.fingerprint
     )));
     let announced = count_messages(&sender.pipeline, "moq-connected");
-    std::thread::sleep(Duration::from_secs(2));
+    wait_announced(&sender.sink);
     let viewer = relay.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     let (before, rebound) = (viewer.frames().len(), unix_now());

@@ -99,20 +99,51 @@ pub fn play_listening(pipeline: &gst::Pipeline, sink: &gst::Element) -> u16 {
     listening_port(sink)
 }
 
-/// The port a started moqsink listens on (its `current-port`).
-pub fn listening_port(sink: &gst::Element) -> u16 {
+/// Polls `ready` every 20 ms until it holds; panics naming `what` after [`WAIT`].
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let port = sink.property::<u32>("current-port");
-        if port != 0 {
-            return u16::try_from(port).expect("a UDP port");
-        }
+    while !ready() {
         assert!(
             std::time::Instant::now() < deadline,
-            "moqsink is not listening"
+            "{what}: not within {WAIT:?}"
         );
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits until a session subscribes to `track` of moqsink `sink`: what it publishes from
+/// then on reaches that subscriber.
+pub fn wait_subscribed(sink: &gst::Element, track: &str) {
+    wait_until(&format!("a subscriber to {track}"), || {
+        let stats: gst::Structure = sink.property("stats");
+        stats
+            .get::<gst::Array>("tracks")
+            .ok()
+            .is_some_and(|tracks| {
+                tracks.iter().any(|t| {
+                    t.get::<gst::Structure>().is_ok_and(|t| {
+                        t.get::<&str>("name") == Ok(track)
+                            && t.get::<u64>("subscribers").unwrap_or(0) > 0
+                    })
+                })
+            })
+    });
+}
+
+/// Waits until moqsink `sink`, publishing through a relay, is announced there.
+pub fn wait_announced(sink: &gst::Element) {
+    wait_until("announced on the relay", || {
+        let stats: gst::Structure = sink.property("stats");
+        stats.get::<u32>("subscribers").unwrap_or(0) > 0
+    });
+}
+
+/// The port a started moqsink listens on (its `current-port`).
+pub fn listening_port(sink: &gst::Element) -> u16 {
+    wait_until("moqsink listening", || {
+        sink.property::<u32>("current-port") != 0
+    });
+    u16::try_from(sink.property::<u32>("current-port")).expect("a UDP port")
 }
 
 /// A UDP socket on 127.0.0.1 that never answers: a server that is not there, held for as

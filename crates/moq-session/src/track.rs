@@ -296,6 +296,8 @@ pub struct TrackStats {
     pub groups_missed: u64,
     /// Streams reset (RESET_STREAM) after they had started.
     pub streams_reset: u64,
+    /// Open sessions that have subscribed to the track.
+    pub sessions: u64,
 }
 
 #[derive(Debug)]
@@ -323,6 +325,18 @@ impl TrackShared {
 
     pub(crate) fn add_doorbell(&self, bell: &Arc<Notify>) {
         lock(&self.doorbells).push(Arc::downgrade(bell));
+    }
+
+    /// Sessions serving the track that are still open: a session's doorbell lives as long
+    /// as the session, and is added once per subscription it makes.
+    fn sessions(&self) -> usize {
+        let mut open: Vec<*const Notify> = lock(&self.doorbells)
+            .iter()
+            .filter_map(|bell| bell.upgrade().map(|b| Arc::as_ptr(&b)))
+            .collect();
+        open.sort();
+        open.dedup();
+        open.len()
     }
 
     /// Groups with a creation sequence number of `sequence` or more.
@@ -431,6 +445,7 @@ impl TrackProducer {
             groups_over_budget: get(&c.groups_over_budget),
             groups_missed: get(&c.groups_missed),
             streams_reset: get(&c.streams_reset),
+            sessions: self.shared.sessions() as u64,
         }
     }
 }
@@ -644,6 +659,18 @@ mod tests {
             [3, 4]
         );
         assert_eq!(new.next, 5);
+    }
+
+    #[test]
+    fn sessions_count_each_open_session_once() {
+        let t = broadcast().create_track("video", TrackDelivery::default());
+        let (a, b) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        t.shared.add_doorbell(&a);
+        t.shared.add_doorbell(&a);
+        t.shared.add_doorbell(&b);
+        assert_eq!(t.stats().sessions, 2, "a subscribing twice counts once");
+        drop(b);
+        assert_eq!(t.stats().sessions, 1, "a closed session no longer counts");
     }
 
     #[test]

@@ -1606,6 +1606,7 @@ fn track_stats(track: &MediaTrack) -> gst::Structure {
                 .field("objects-sent", base.objects_sent)
                 .field("objects-dropped", base.objects_dropped)
                 .field("streams-reset", base.streams_reset)
+                .field("subscribers", base.sessions)
                 .build()
         }
         MediaTrack::Audio(audio) => {
@@ -1619,6 +1620,7 @@ fn track_stats(track: &MediaTrack) -> gst::Structure {
                 .field("objects-sent", t.objects_sent)
                 .field("objects-dropped", t.objects_dropped)
                 .field("streams-reset", t.streams_reset)
+                .field("subscribers", t.sessions)
                 .build()
         }
     }

@@ -1,5 +1,5 @@
 //! Mapping of access units onto MoQ tracks, groups and objects, and the QUIC send
-//! priority of the stream each one travels on (README: Delivery modes).
+//! priority of the stream each one travels on (docs/design.md: Delivery modes).
 
 use crate::catalog::TrackRole;
 use h264::FrameKind;

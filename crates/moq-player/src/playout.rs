@@ -5,7 +5,7 @@
 //! offset fixed at an anchor frame, so continuous media plays at 1×. When a frame would
 //! already be too late to render (its slot plus the buffering latency has passed), the
 //! player has rebuffered: the offset is re-anchored on that frame, relative to the point
-//! where playback resumes rather than the absolute start (the source thesis's Algorithm 1; README: Background), and the
+//! where playback resumes rather than the absolute start (the source thesis's Algorithm 1; docs/design.md: Background), and the
 //! frame is flagged as a discontinuity.
 //!
 //! No clock is read here: callers pass `now` in nanoseconds of running time.

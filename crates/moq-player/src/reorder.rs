@@ -1,6 +1,6 @@
 //! Receiver reorder buffer: puts frames from many QUIC streams back in decode order,
 //! drops what arrives too late or can no longer be decoded, and decides when to jump
-//! forward to a newer GoP (the source thesis's Algorithm 2 and GoP skipping; README: Background).
+//! forward to a newer GoP (the source thesis's Algorithm 2 and GoP skipping; docs/design.md: Background).
 //!
 //! Frames are keyed by their decode index. A frame at the front of the buffer leaves
 //! at once when it directly continues the last output frame. Otherwise it waits, at

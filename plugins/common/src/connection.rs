@@ -60,6 +60,15 @@ pub struct Endpoint {
     pub versions: Versions,
 }
 
+/// A string property's value: `None` for unset or empty. GObject has checked the value's
+/// type against the ParamSpec.
+pub fn text(value: &glib::Value) -> Option<String> {
+    value
+        .get::<Option<String>>()
+        .unwrap_or_default()
+        .filter(|t| !t.is_empty())
+}
+
 const QUERY_NOTE: &str = "the query (e.g. ?jwt=TOKEN) goes to the server, except tls-fingerprint, tls-ca-file, tls-insecure and versions, which set this element";
 
 impl Connection {
@@ -141,12 +150,7 @@ impl Connection {
     /// Sets the property `name` if it is one of these; false otherwise. GObject has checked
     /// the value's type against the ParamSpec.
     pub fn set(&mut self, name: &str, value: &glib::Value) -> bool {
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .unwrap_or_default()
-                .filter(|t| !t.is_empty())
-        };
+        let text = || text(value);
         match name {
             "url" => self.url = text(),
             "backup-urls" => self.backup_urls = text(),

@@ -29,6 +29,43 @@ pub struct Renamed {
 }
 
 impl Renamed {
+    /// An old guint in seconds (1 to 3600), now a property in ms whose default is
+    /// `default_ms`.
+    pub const fn seconds(old: &'static str, new: &'static str, default_ms: u32) -> Renamed {
+        let default = default_ms / 1000;
+        Renamed::with(
+            old,
+            new,
+            Old::Seconds {
+                min: 1,
+                max: 3600,
+                default,
+            },
+        )
+    }
+
+    /// An old guint (up to its type's maximum), now a guint64 of the same quantity.
+    pub const fn uint(old: &'static str, new: &'static str, min: u32, default: u32) -> Renamed {
+        Renamed::with(
+            old,
+            new,
+            Old::UInt {
+                min,
+                max: u32::MAX,
+                default,
+            },
+        )
+    }
+
+    /// An old read-only string.
+    pub const fn read_only(old: &'static str, new: &'static str) -> Renamed {
+        Renamed::with(old, new, Old::ReadOnlyString)
+    }
+
+    const fn with(old: &'static str, new: &'static str, was: Old) -> Renamed {
+        Renamed { old, new, was }
+    }
+
     /// The entry of `table` for the property `name`, if that is an old name.
     pub fn find(table: &'static [Renamed], name: &str) -> Option<&'static Renamed> {
         table.iter().find(|r| r.old == name)
@@ -115,6 +152,51 @@ impl Deprecations {
         renamed.warning()
     }
 
+    /// What an element's `set_property` does before setting one of its own properties: an
+    /// old name in `table` sets its new property instead, and a property that may change
+    /// only in NULL or READY is left alone while the element runs. `Some(warning)` when
+    /// that handled the call (logged in `cat`): the element returns. An old name is noted
+    /// whatever the log level, since the bus warning comes from it.
+    pub fn before_set(
+        &self,
+        table: &'static [Renamed],
+        element: &gst::Element,
+        pspec: &glib::ParamSpec,
+        value: &glib::Value,
+        cat: gst::DebugCategory,
+    ) -> bool {
+        if let Some(renamed) = Renamed::find(table, pspec.name()) {
+            let warning = self.used(renamed);
+            gst::warning!(cat, obj = element, "{warning}");
+            element.set_property_from_value(renamed.new, &renamed.to_new(value));
+            return true;
+        }
+        let running = element.current_state() > gst::State::Ready;
+        if running && pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY) {
+            gst::warning!(
+                cat,
+                obj = element,
+                "{} can only be set in the NULL or READY state: ignored",
+                pspec.name()
+            );
+            return true;
+        }
+        false
+    }
+
+    /// When `name` is an old name in `table`: the new property's value on `object` as the
+    /// old name reads it, and the warning to log.
+    pub fn get(
+        &self,
+        table: &'static [Renamed],
+        object: &glib::Object,
+        name: &str,
+    ) -> Option<(glib::Value, String)> {
+        let renamed = Renamed::find(table, name)?;
+        let warning = self.used(renamed);
+        Some((renamed.to_old(&object.property_value(renamed.new)), warning))
+    }
+
     /// The warnings not posted yet (an element has a bus once it is in a pipeline, not
     /// when a launch line sets its properties): one per old name per instance.
     pub fn to_post(&self) -> Vec<String> {
@@ -137,29 +219,9 @@ mod tests {
     use super::*;
 
     static TABLE: [Renamed; 3] = [
-        Renamed {
-            old: "timeout",
-            new: "media-timeout",
-            was: Old::Seconds {
-                min: 1,
-                max: 3600,
-                default: 10,
-            },
-        },
-        Renamed {
-            old: "max-bitrate",
-            new: "abr-max-bitrate",
-            was: Old::UInt {
-                min: 0,
-                max: u32::MAX,
-                default: 0,
-            },
-        },
-        Renamed {
-            old: "certificate-fingerprint",
-            new: "tls-cert-fingerprint",
-            was: Old::ReadOnlyString,
-        },
+        Renamed::seconds("timeout", "media-timeout", 10_000),
+        Renamed::uint("max-bitrate", "abr-max-bitrate", 0, 0),
+        Renamed::read_only("certificate-fingerprint", "tls-cert-fingerprint"),
     ];
 
     #[test]

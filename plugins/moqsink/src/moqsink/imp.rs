@@ -28,8 +28,8 @@ use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
 use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
 use moq_session::blocking::runtime;
-use moqt_common::connection::{Connection, Endpoint, Side};
-use moqt_common::renamed::{Deprecations, Old, Renamed};
+use moqt_common::connection::{Connection, Endpoint, Side, text};
+use moqt_common::renamed::{Deprecations, Renamed};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -53,48 +53,31 @@ const ENCODER_BITRATE_FLOOR: u64 = 10_000;
 
 /// Old property names, kept for a release.
 static RENAMED: [Renamed; 5] = [
-    Renamed {
-        old: "subscriber-timeout",
-        new: "subscriber-stall-timeout",
-        was: Old::Seconds {
-            min: 1,
-            max: 3600,
-            default: DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS / 1000,
-        },
-    },
-    Renamed {
-        old: "target-min-bitrate",
-        new: "encoder-min-bitrate",
-        was: Old::UInt {
-            min: ENCODER_BITRATE_FLOOR as u32,
-            max: u32::MAX,
-            default: DEFAULT_ENCODER_MIN as u32,
-        },
-    },
-    Renamed {
-        old: "target-max-bitrate",
-        new: "encoder-max-bitrate",
-        was: Old::UInt {
-            min: ENCODER_BITRATE_FLOOR as u32,
-            max: u32::MAX,
-            default: DEFAULT_ENCODER_MAX as u32,
-        },
-    },
-    Renamed {
-        old: "target-start-bitrate",
-        new: "encoder-start-bitrate",
-        was: Old::UInt {
-            min: 0,
-            max: u32::MAX,
-            default: 0,
-        },
-    },
-    Renamed {
-        old: "certificate-fingerprint",
-        new: "tls-cert-fingerprint",
-        was: Old::ReadOnlyString,
-    },
+    Renamed::seconds(
+        "subscriber-timeout",
+        "subscriber-stall-timeout",
+        DEFAULT_STALL_MS,
+    ),
+    Renamed::uint(
+        "target-min-bitrate",
+        "encoder-min-bitrate",
+        TARGET_FLOOR,
+        TARGET_MIN,
+    ),
+    Renamed::uint(
+        "target-max-bitrate",
+        "encoder-max-bitrate",
+        TARGET_FLOOR,
+        TARGET_MAX,
+    ),
+    Renamed::uint("target-start-bitrate", "encoder-start-bitrate", 0, 0),
+    Renamed::read_only("certificate-fingerprint", "tls-cert-fingerprint"),
 ];
+/// The old guint names' bounds and defaults.
+const DEFAULT_STALL_MS: u32 = DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS;
+const TARGET_FLOOR: u32 = ENCODER_BITRATE_FLOOR as u32;
+const TARGET_MIN: u32 = DEFAULT_ENCODER_MIN as u32;
+const TARGET_MAX: u32 = DEFAULT_ENCODER_MAX as u32;
 /// Start without an `encoder-start-bitrate` nor an encoder to read one from.
 const FALLBACK_TARGET_START: u64 = 1_000_000;
 /// How often the path estimates are read and the target updated.
@@ -1345,32 +1328,14 @@ impl ObjectImpl for MoqSink {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
-            // Noted whatever the log level: the bus warning comes from it.
-            let warning = self.deprecations.used(renamed);
-            gst::warning!(CAT, imp = self, "{warning}");
-            self.obj()
-                .set_property_from_value(renamed.new, &renamed.to_new(value));
-            return;
-        }
-        if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
-            && self.obj().current_state() > gst::State::Ready
+        let obj = self.obj();
+        if self
+            .deprecations
+            .before_set(&RENAMED, obj.upcast_ref(), pspec, value, *CAT)
         {
-            gst::warning!(
-                CAT,
-                imp = self,
-                "{} can only be set in the NULL or READY state: ignored",
-                pspec.name()
-            );
             return;
         }
-        // GObject checked the value's type against the pspec before calling us.
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .unwrap_or_default()
-                .filter(|t| !t.is_empty())
-        };
+        let text = || text(value);
         let mut settings = lock(&self.settings);
         let mut identity_changed = false;
         if settings.connection.set(pspec.name(), value) {
@@ -1433,11 +1398,12 @@ impl ObjectImpl for MoqSink {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
-            // Noted whatever the log level: the bus warning comes from it.
-            let warning = self.deprecations.used(renamed);
+        if let Some((value, warning)) =
+            self.deprecations
+                .get(&RENAMED, self.obj().upcast_ref(), pspec.name())
+        {
             gst::warning!(CAT, imp = self, "{warning}");
-            return renamed.to_old(&self.obj().property_value(renamed.new));
+            return value;
         }
         let settings = lock(&self.settings).clone();
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());

@@ -15,8 +15,8 @@ use moq_player::stats::ReceiverStats;
 use moq_player::{Now, Player, PlayerConfig, TrackId};
 use moq_session::blocking::{Canceller, runtime};
 use moq_session::{MoqUrl, Versions};
-use moqt_common::connection::{Connection, Endpoint, Side};
-use moqt_common::renamed::{Deprecations, Old, Renamed};
+use moqt_common::connection::{Connection, Endpoint, Side, text};
+use moqt_common::renamed::{Deprecations, Renamed};
 use tokio::sync::{mpsc, watch};
 
 use super::receiver::{
@@ -39,24 +39,8 @@ const DEFAULT_MEDIA_TIMEOUT_MS: u32 = 10_000;
 
 /// Old property names, kept for a release.
 static RENAMED: [Renamed; 2] = [
-    Renamed {
-        old: "timeout",
-        new: "media-timeout",
-        was: Old::Seconds {
-            min: 1,
-            max: 3600,
-            default: DEFAULT_MEDIA_TIMEOUT_MS / 1000,
-        },
-    },
-    Renamed {
-        old: "max-bitrate",
-        new: "abr-max-bitrate",
-        was: Old::UInt {
-            min: 0,
-            max: u32::MAX,
-            default: 0,
-        },
-    },
+    Renamed::seconds("timeout", "media-timeout", DEFAULT_MEDIA_TIMEOUT_MS),
+    Renamed::uint("max-bitrate", "abr-max-bitrate", 0, 0),
 ];
 const DEFAULT_LATENCY_MS: u32 = 100;
 
@@ -979,32 +963,14 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
-            // Noted whatever the log level: the bus warning comes from it.
-            let warning = self.deprecations.used(renamed);
-            gst::warning!(CAT, imp = self, "{warning}");
-            self.obj()
-                .set_property_from_value(renamed.new, &renamed.to_new(value));
-            return;
-        }
-        if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_READY)
-            && self.obj().current_state() > gst::State::Ready
+        let obj = self.obj();
+        if self
+            .deprecations
+            .before_set(&RENAMED, obj.upcast_ref(), pspec, value, *CAT)
         {
-            gst::warning!(
-                CAT,
-                imp = self,
-                "{} can only be set in the NULL or READY state: ignored",
-                pspec.name()
-            );
             return;
         }
-        // GObject checked the value's type against the pspec before calling us.
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .unwrap_or_default()
-                .filter(|t| !t.is_empty())
-        };
+        let text = || text(value);
         let mut settings = lock(&self.settings);
         if settings.connection.set(pspec.name(), value) {
             return;
@@ -1031,11 +997,12 @@ impl ObjectImpl for MoqSrc {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(renamed) = Renamed::find(&RENAMED, pspec.name()) {
-            // Noted whatever the log level: the bus warning comes from it.
-            let warning = self.deprecations.used(renamed);
+        if let Some((value, warning)) =
+            self.deprecations
+                .get(&RENAMED, self.obj().upcast_ref(), pspec.name())
+        {
             gst::warning!(CAT, imp = self, "{warning}");
-            return renamed.to_old(&self.obj().property_value(renamed.new));
+            return value;
         }
         let settings = lock(&self.settings).clone();
         if let Some(value) = settings.connection.get(pspec.name()) {

@@ -8,12 +8,13 @@ use h264::FrameKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum DeliveryMode {
     /// One stream per GoP, older GoPs first: behaves like a single in-order stream.
-    #[default]
     Baseline,
     /// As baseline for key/reference pictures; every non-reference picture goes on its
     /// own stream of the enhancement track, newest first, below every base stream.
     DeprioritizeB,
     /// One stream per GoP, newest GoP first, so the receiver can jump to the live edge.
+    /// The default: a viewer behind a slow path catches up instead of falling behind.
+    #[default]
     SkipGops,
     /// Newest GoP first for the base layer plus the deprioritised enhancement layer.
     Combined,

@@ -52,6 +52,43 @@ impl Default for TrackDelivery {
     }
 }
 
+/// In the modes that skip old GoPs, a GoP in progress is given up for a newer one once its
+/// unsent frames have waited this long: less is a jump at every GoP boundary even when the
+/// link nearly keeps up, more is latency.
+pub const SUPERSEDE_AFTER: Duration = Duration::from_millis(200);
+
+/// How a video's tracks are delivered, by the one choice the delivery modes make for them
+/// (moq-media's `DeliveryMode`: its `newest_group_first` and `splits_layers`).
+impl TrackDelivery {
+    /// The base layer (key and reference frames, one group per GoP). In order, every group
+    /// goes out and a dropped one is announced, since an in-order player waits for each;
+    /// newest first, an older group gives way to a newer one after [`SUPERSEDE_AFTER`].
+    /// `max_age`: the delivery timeout, if any.
+    pub fn base_layer(newest_first: bool, max_age: Option<Duration>) -> TrackDelivery {
+        TrackDelivery {
+            group_order: if newest_first {
+                GroupOrder::Descending
+            } else {
+                GroupOrder::Ascending
+            },
+            supersede_after: newest_first.then_some(SUPERSEDE_AFTER),
+            max_age,
+            announce_dropped: !newest_first,
+            ..TrackDelivery::default()
+        }
+    }
+
+    /// The enhancement layer (non-reference frames, one group each): newest first, each
+    /// given up once it waited `max_age`.
+    pub fn enhancement_layer(max_age: Duration) -> TrackDelivery {
+        TrackDelivery {
+            group_order: GroupOrder::Descending,
+            max_age: Some(max_age),
+            ..TrackDelivery::default()
+        }
+    }
+}
+
 /// Where a group's stream stands in the send order of a session.
 ///
 /// Lower `class` goes first (catalog, audio, video base layer, enhancement layer); within a class the
@@ -659,6 +696,26 @@ mod tests {
             [3, 4]
         );
         assert_eq!(new.next, 5);
+    }
+
+    #[test]
+    fn the_base_layer_in_order_announces_drops_and_newest_first_gives_way() {
+        let in_order = TrackDelivery::base_layer(false, None);
+        assert_eq!(in_order.group_order, GroupOrder::Ascending);
+        assert!(in_order.announce_dropped, "an in-order player waits for each");
+        assert_eq!(in_order.supersede_after, None);
+        assert_eq!(in_order.max_age, None);
+        let timeout = Some(Duration::from_millis(300));
+        let newest = TrackDelivery::base_layer(true, timeout);
+        assert_eq!(newest.group_order, GroupOrder::Descending);
+        assert!(!newest.announce_dropped);
+        assert_eq!(newest.supersede_after, Some(SUPERSEDE_AFTER));
+        assert_eq!(newest.max_age, timeout);
+        let enhancement = TrackDelivery::enhancement_layer(Duration::from_millis(500));
+        assert_eq!(enhancement.group_order, GroupOrder::Descending);
+        assert_eq!(enhancement.max_age, Some(Duration::from_millis(500)));
+        assert_eq!(enhancement.supersede_after, None);
+        assert!(!enhancement.announce_dropped);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use moq_wire::message::{DataStreamHeader, GroupOrder};
+use moq_media::DeliveryMode;
+use moq_media::mapping::priority;
+use moq_wire::message::DataStreamHeader;
 
 use super::*;
 
@@ -18,66 +20,30 @@ const NONREF_BYTES: usize = 1_000;
 const BASE: u64 = 0;
 const ENH: u64 = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Baseline,
-    DeprioritizeB,
-    SkipGops,
-    Combined,
-}
+/// moqsink's delivery modes, as moq-media defines them (the one type), with the track
+/// settings ([`TrackDelivery::base_layer`], [`TrackDelivery::enhancement_layer`]) and the
+/// priorities moqsink gives them.
+const MODES: [DeliveryMode; 4] = DeliveryMode::ALL;
 
-const MODES: [Mode; 4] = [
-    Mode::Baseline,
-    Mode::DeprioritizeB,
-    Mode::SkipGops,
-    Mode::Combined,
-];
-
-impl Mode {
-    fn splits(self) -> bool {
-        matches!(self, Mode::DeprioritizeB | Mode::Combined)
-    }
-
-    fn skips(self) -> bool {
-        matches!(self, Mode::SkipGops | Mode::Combined)
-    }
-
-    /// The track settings moqsink uses for this mode.
-    fn base_delivery(self, max_age: Option<Duration>) -> TrackDelivery {
-        TrackDelivery {
-            group_order: if self.skips() {
-                GroupOrder::Descending
-            } else {
-                GroupOrder::Ascending
-            },
-            retained_groups: 1,
-            supersede_after: self.skips().then_some(200 * MS),
-            max_age,
-            announce_dropped: !self.skips(),
-        }
-    }
-
-    fn base_priority(self, group: u64) -> Priority {
-        Priority {
-            class: 1,
-            rank: if self.skips() {
-                group as i64
-            } else {
-                -(group as i64)
-            },
-            publisher: 64,
-        }
-    }
+/// The track settings moqsink uses for `mode`'s base layer.
+fn base_delivery(mode: DeliveryMode, max_age: Option<Duration>) -> TrackDelivery {
+    TrackDelivery::base_layer(mode.newest_group_first(), max_age)
 }
 
 fn enhancement_delivery() -> TrackDelivery {
-    TrackDelivery {
-        group_order: GroupOrder::Descending,
-        retained_groups: 1,
-        supersede_after: None,
-        max_age: Some(500 * MS),
-        announce_dropped: false,
+    TrackDelivery::enhancement_layer(500 * MS)
+}
+
+fn session_priority(u: priority::Urgency) -> Priority {
+    Priority {
+        class: u.class,
+        rank: u.rank,
+        publisher: u.publisher,
     }
+}
+
+fn base_priority(mode: DeliveryMode, group: u64) -> Priority {
+    session_priority(priority::base(mode, group))
 }
 
 /// One object as the subscriber decoded it from a stream.
@@ -271,7 +237,7 @@ fn frame_bytes(n: u64, len: usize) -> Bytes {
 /// A live H.264-like producer: GoPs of `GOP` frames at `FPS`, I P B B P B B ... in decode
 /// order, mapped as moqsink maps them in `mode`.
 struct Producer {
-    mode: Mode,
+    mode: DeliveryMode,
     frame: u64,
     base_object: u64,
     enh_group: u64,
@@ -279,7 +245,7 @@ struct Producer {
 }
 
 impl Producer {
-    fn new(mode: Mode) -> Producer {
+    fn new(mode: DeliveryMode) -> Producer {
         Producer {
             mode,
             frame: 0,
@@ -305,14 +271,10 @@ impl Producer {
             _ => (NONREF_BYTES, false),
         };
         let payload = Payload::from(frame_bytes(n, len));
-        if !reference && self.mode.splits() {
+        if !reference && self.mode.splits_layers() {
             let info = GroupInfo {
                 id: self.enh_group,
-                priority: Priority {
-                    class: 2,
-                    rank: self.enh_group as i64,
-                    publisher: 192,
-                },
+                priority: session_priority(priority::enhancement(self.enh_group)),
                 created,
             };
             net.sched.object(ENH, info, 0, payload, net.now, net.now);
@@ -327,7 +289,7 @@ impl Producer {
             }
             let info = GroupInfo {
                 id: group,
-                priority: self.mode.base_priority(group),
+                priority: base_priority(self.mode, group),
                 created,
             };
             net.sched
@@ -348,7 +310,7 @@ impl Producer {
         }
         net.sched
             .end_subscription(BASE, publish_done_code::TRACK_ENDED, net.now);
-        if self.mode.splits() {
+        if self.mode.splits_layers() {
             net.sched
                 .end_subscription(ENH, publish_done_code::TRACK_ENDED, net.now);
         }
@@ -364,9 +326,9 @@ fn group(id: u64, priority: Priority, created: Instant) -> GroupInfo {
     }
 }
 
-fn serve_mode(net: &mut Net, mode: Mode, max_age: Option<Duration>) -> Arc<TrackCounters> {
-    let base = net.serve(BASE, mode.base_delivery(max_age));
-    if mode.splits() {
+fn serve_mode(net: &mut Net, mode: DeliveryMode, max_age: Option<Duration>) -> Arc<TrackCounters> {
+    let base = net.serve(BASE, base_delivery(mode, max_age));
+    if mode.splits_layers() {
         net.serve(ENH, enhancement_delivery());
     }
     base
@@ -391,7 +353,7 @@ fn every_mode_delivers_everything_in_order_on_a_fast_link() {
         p.end(&mut net);
         // Every base group arrived whole, objects contiguous from 0, streams finished.
         // I P B B P B B ...: the keyframe and five P frames are the base layer.
-        let expected_base = if mode.splits() { 6 } else { GOP };
+        let expected_base = if mode.splits_layers() { 6 } else { GOP };
         for g in 0..3 {
             let objects = net.received(BASE, g).expect("group sent");
             let ids: Vec<u64> = objects.iter().map(|o| o.id).collect();
@@ -410,7 +372,7 @@ fn every_mode_delivers_everything_in_order_on_a_fast_link() {
             );
         }
         assert_eq!(net.groups_opened(BASE), [0, 1, 2], "{mode:?}");
-        if mode.splits() {
+        if mode.splits_layers() {
             assert_eq!(net.groups_opened(ENH).len(), 27, "{mode:?}");
         }
         // PUBLISH_DONE after everything, with the stream counts.
@@ -420,7 +382,7 @@ fn every_mode_delivers_everything_in_order_on_a_fast_link() {
             "{mode:?} {:?}",
             net.done
         );
-        if mode.splits() {
+        if mode.splits_layers() {
             assert!(
                 net.done
                     .contains(&(ENH, publish_done_code::TRACK_ENDED, 27))
@@ -435,10 +397,10 @@ fn every_mode_delivers_everything_in_order_on_a_fast_link() {
 #[test]
 fn payloads_are_written_from_the_producers_buffers_without_copies() {
     let mut net = Net::new(PublishLimits::default(), 10_000);
-    net.serve(BASE, Mode::Baseline.base_delivery(None));
+    net.serve(BASE, base_delivery(DeliveryMode::Baseline, None));
     let header = Bytes::from_static(b"frame-header");
     let au = frame_bytes(1, 5_000);
-    let info = group(7, Mode::Baseline.base_priority(7), net.now);
+    let info = group(7, base_priority(DeliveryMode::Baseline, 7), net.now);
     let payload = Payload::from_parts(vec![header.clone(), au.clone()]);
     net.sched.object(BASE, info, 0, payload, net.now, net.now);
     let key = StreamKey {
@@ -471,8 +433,8 @@ fn payloads_are_written_from_the_producers_buffers_without_copies() {
 fn partial_writes_resume_where_quic_stopped() {
     // Seven bytes per millisecond: every header and payload is cut somewhere.
     let mut net = Net::new(PublishLimits::default(), 7);
-    net.serve(BASE, Mode::Baseline.base_delivery(None));
-    let info = group(3, Mode::Baseline.base_priority(3), net.now);
+    net.serve(BASE, base_delivery(DeliveryMode::Baseline, None));
+    let info = group(3, base_priority(DeliveryMode::Baseline, 3), net.now);
     for (id, len) in [(0, 20), (1, 3), (2, 41)] {
         let payload = Payload::from_parts(vec![
             frame_bytes(id, len / 2),
@@ -511,7 +473,7 @@ fn an_object_is_reported_handed_off_when_quic_took_its_last_byte() {
         NewSubscription {
             request_id: BASE,
             alias: BASE + 100,
-            delivery: Mode::Baseline.base_delivery(None),
+            delivery: base_delivery(DeliveryMode::Baseline, None),
             counters: Arc::new(TrackCounters {
                 handoff: Some(crate::track::HandoffReport::new("video", hook)),
                 ..TrackCounters::default()
@@ -520,7 +482,7 @@ fn an_object_is_reported_handed_off_when_quic_took_its_last_byte() {
         net.now,
     );
     let written = net.now;
-    let info = group(3, Mode::Baseline.base_priority(3), written);
+    let info = group(3, base_priority(DeliveryMode::Baseline, 3), written);
     for (id, len) in [(0, 20), (1, 3), (2, 41)] {
         net.sched.object(
             BASE,
@@ -567,8 +529,8 @@ fn an_object_is_reported_handed_off_when_quic_took_its_last_byte() {
 fn baseline_sends_older_groups_first_and_keeps_order_below_the_budget() {
     // A link at two thirds of the stream rate: the backlog grows but stays in order.
     let mut net = Net::new(PublishLimits::default(), STREAM_BYTES_PER_MS * 2 / 3);
-    let c = serve_mode(&mut net, Mode::Baseline, None);
-    let mut p = Producer::new(Mode::Baseline);
+    let c = serve_mode(&mut net, DeliveryMode::Baseline, None);
+    let mut p = Producer::new(DeliveryMode::Baseline);
     for _ in 0..4 * GOP {
         p.next(&mut net);
     }
@@ -637,8 +599,8 @@ fn max_backlog_bounds_baseline_but_keeps_it_in_order() {
         ..PublishLimits::default()
     };
     let mut net = Net::new(limits, STREAM_BYTES_PER_MS / 2);
-    let c = serve_mode(&mut net, Mode::Baseline, None);
-    let mut p = Producer::new(Mode::Baseline);
+    let c = serve_mode(&mut net, DeliveryMode::Baseline, None);
+    let mut p = Producer::new(DeliveryMode::Baseline);
     for _ in 0..10 * FPS {
         p.next(&mut net);
     }
@@ -686,8 +648,8 @@ fn max_backlog_bounds_baseline_but_keeps_it_in_order() {
 #[test]
 fn skip_gops_jumps_to_the_newest_group_on_a_slow_link() {
     let mut net = Net::new(PublishLimits::default(), STREAM_BYTES_PER_MS / 2);
-    let c = serve_mode(&mut net, Mode::SkipGops, None);
-    let mut p = Producer::new(Mode::SkipGops);
+    let c = serve_mode(&mut net, DeliveryMode::SkipGops, None);
+    let mut p = Producer::new(DeliveryMode::SkipGops);
     for _ in 0..8 * GOP {
         p.next(&mut net);
     }
@@ -727,8 +689,8 @@ fn a_group_in_progress_sends_its_keyframe_before_yielding() {
     // one picture per round beats none.
     let mut net = Net::new(PublishLimits::default(), 15);
     net.sched.path_sample(0, 10 * MS, net.now);
-    let c = serve_mode(&mut net, Mode::SkipGops, None);
-    let mut p = Producer::new(Mode::SkipGops);
+    let c = serve_mode(&mut net, DeliveryMode::SkipGops, None);
+    let mut p = Producer::new(DeliveryMode::SkipGops);
     p.key_bytes = 15 * 700; // 700 ms at 15 bytes/ms, more than the 625 ms GoP
     for i in 0..10 * GOP {
         p.next(&mut net);
@@ -755,7 +717,7 @@ fn a_group_in_progress_sends_its_keyframe_before_yielding() {
 
 #[test]
 fn enhancement_frames_go_below_the_base_layer_and_expire() {
-    for mode in [Mode::DeprioritizeB, Mode::Combined] {
+    for mode in [DeliveryMode::DeprioritizeB, DeliveryMode::Combined] {
         // The base layer needs ~43 bytes/ms, everything ~58: enough for the base layer and
         // some of the enhancement frames.
         let mut net = Net::new(PublishLimits::default(), 50);
@@ -790,8 +752,8 @@ fn enhancement_frames_go_below_the_base_layer_and_expire() {
 #[test]
 fn the_delivery_timeout_drops_data_not_handed_over_in_time() {
     let mut net = Net::new(PublishLimits::default(), STREAM_BYTES_PER_MS / 2);
-    let c = serve_mode(&mut net, Mode::Baseline, Some(300 * MS));
-    let mut p = Producer::new(Mode::Baseline);
+    let c = serve_mode(&mut net, DeliveryMode::Baseline, Some(300 * MS));
+    let mut p = Producer::new(DeliveryMode::Baseline);
     for _ in 0..6 * GOP {
         p.next(&mut net);
     }
@@ -813,9 +775,9 @@ fn poll_timeout_names_the_moment_a_policy_fires() {
     };
     let mut net = Net::new(limits, 0);
     net.frozen = true;
-    let c = net.serve(BASE, Mode::Baseline.base_delivery(None));
+    let c = net.serve(BASE, base_delivery(DeliveryMode::Baseline, None));
     let t0 = net.now;
-    let info = group(1, Mode::Baseline.base_priority(1), t0);
+    let info = group(1, base_priority(DeliveryMode::Baseline, 1), t0);
     net.sched
         .object(BASE, info, 0, Payload::from(frame_bytes(0, 10)), t0, t0);
     assert_eq!(
@@ -838,8 +800,8 @@ fn late_objects_of_a_dropped_group_are_not_sent_as_a_new_stream() {
     };
     let mut net = Net::new(limits, 0);
     net.frozen = true;
-    let c = net.serve(BASE, Mode::Baseline.base_delivery(None));
-    let info = group(4, Mode::Baseline.base_priority(4), net.now);
+    let c = net.serve(BASE, base_delivery(DeliveryMode::Baseline, None));
+    let info = group(4, base_priority(DeliveryMode::Baseline, 4), net.now);
     net.sched.object(
         BASE,
         info,
@@ -875,8 +837,8 @@ fn late_objects_of_a_dropped_group_are_not_sent_as_a_new_stream() {
 #[test]
 fn unsubscribe_resets_streams_then_sends_publish_done() {
     let mut net = Net::new(PublishLimits::default(), 20);
-    serve_mode(&mut net, Mode::Baseline, None);
-    let mut p = Producer::new(Mode::Baseline);
+    serve_mode(&mut net, DeliveryMode::Baseline, None);
+    let mut p = Producer::new(DeliveryMode::Baseline);
     for _ in 0..GOP {
         p.next(&mut net);
     }
@@ -897,8 +859,8 @@ fn unsubscribe_resets_streams_then_sends_publish_done() {
 #[test]
 fn a_failed_stream_is_given_up_and_the_others_continue() {
     let mut net = Net::new(PublishLimits::default(), 10_000);
-    serve_mode(&mut net, Mode::DeprioritizeB, None);
-    let mut p = Producer::new(Mode::DeprioritizeB);
+    serve_mode(&mut net, DeliveryMode::DeprioritizeB, None);
+    let mut p = Producer::new(DeliveryMode::DeprioritizeB);
     p.next(&mut net);
     p.next(&mut net);
     // The peer stopped the base group's stream (STOP_SENDING).
@@ -967,9 +929,9 @@ fn the_budget_counts_from_when_a_subscriber_got_the_data() {
     );
     // A delivery timeout still judges freshness from when it was written.
     let mut net = Net::new(PublishLimits::default(), 1_000);
-    let c = net.serve(BASE, Mode::Baseline.base_delivery(Some(500 * MS)));
+    let c = net.serve(BASE, base_delivery(DeliveryMode::Baseline, Some(500 * MS)));
     net.now += Duration::from_secs(1);
-    let info = group(0, Mode::Baseline.base_priority(0), written);
+    let info = group(0, base_priority(DeliveryMode::Baseline, 0), written);
     net.sched.object(
         BASE,
         info,

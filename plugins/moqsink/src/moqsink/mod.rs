@@ -210,6 +210,24 @@ mod tests {
     use moq_session::congestion::CongestionControl as C;
 
     #[test]
+    fn the_delivery_property_is_moq_medias_delivery_mode_with_its_default() {
+        assert_eq!(
+            moq_media::DeliveryMode::from(Delivery::default()),
+            moq_media::DeliveryMode::default()
+        );
+        let class = glib::EnumClass::with_type(Delivery::static_type()).unwrap();
+        for value in class.values() {
+            let delivery: Delivery = value.to_value(&class).get().unwrap();
+            assert_eq!(
+                value.nick(),
+                moq_media::DeliveryMode::from(delivery).name(),
+                "one name per mode"
+            );
+        }
+        assert_eq!(class.values().len(), moq_media::DeliveryMode::ALL.len());
+    }
+
+    #[test]
     fn auto_congestion_control_is_delay_only_with_rate_control() {
         let auto = CongestionControl::default();
         assert_eq!(auto, CongestionControl::Auto);

@@ -9,20 +9,13 @@ use h264::{AuInfo, FrameKind, StreamFormat, StreamParser};
 use moq_media::catalog::{self, MediaFormat, TrackEntry, TrackKind, TrackRole};
 use moq_media::mapping::priority;
 use moq_media::{DeliveryMode, FrameHeader, KeyframeRequests, Mapper};
-use moq_session::{
-    Broadcast, GroupOrder, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats,
-};
+use moq_session::{Broadcast, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats};
 
 use super::publisher::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
 
 /// Without a delivery timeout, non-reference frames still expire after this long: past
 /// it they would reach a receiver after their display time.
 pub const ENHANCEMENT_MAX_AGE: Duration = Duration::from_millis(500);
-
-/// In the modes that skip old GoPs, a GoP in progress is given up for a newer one once
-/// its unsent frames have waited this long: less is a jump at every GoP boundary even
-/// when the link nearly keeps up, more is latency.
-pub const SUPERSEDE_AFTER: Duration = Duration::from_millis(200);
 
 /// Frames and bytes published, per frame kind (index: key, reference, non-reference).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,30 +112,14 @@ impl VideoTrack {
             delivery_timeout,
             epoch,
         } = setup;
-        let group_order = if mode.newest_group_first() {
-            GroupOrder::Descending
-        } else {
-            GroupOrder::Ascending
-        };
         let base = broadcast.create_track(
             name,
-            TrackDelivery {
-                group_order,
-                supersede_after: mode.newest_group_first().then_some(SUPERSEDE_AFTER),
-                max_age: delivery_timeout,
-                // An in-order player waits for every GoP unless told it was dropped.
-                announce_dropped: !mode.newest_group_first(),
-                ..TrackDelivery::default()
-            },
+            TrackDelivery::base_layer(mode.newest_group_first(), delivery_timeout),
         );
         let enhancement = mode.splits_layers().then(|| {
             broadcast.create_track(
                 &enhancement_name(name),
-                TrackDelivery {
-                    group_order: GroupOrder::Descending,
-                    max_age: Some(delivery_timeout.unwrap_or(ENHANCEMENT_MAX_AGE)),
-                    ..TrackDelivery::default()
-                },
+                TrackDelivery::enhancement_layer(delivery_timeout.unwrap_or(ENHANCEMENT_MAX_AGE)),
             )
         });
         VideoTrack {

@@ -345,16 +345,6 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// Parses the catalog of either format by the track it came on: ours
-    /// ([`CATALOG_TRACK`]) or hang's ([`crate::hang::CATALOG_TRACK`]).
-    pub fn from_track(track: &str, data: &[u8]) -> Result<Catalog, CatalogError> {
-        if track == crate::hang::CATALOG_TRACK {
-            crate::hang::catalog_from_json(data)
-        } else {
-            Catalog::from_json(data)
-        }
-    }
-
     pub(crate) fn validate(&self) -> Result<(), CatalogError> {
         if self.version != Self::VERSION {
             return Err(CatalogError::Version(self.version));

@@ -179,6 +179,19 @@ fn framerate_fraction(fps: f64) -> Option<[u32; 2]> {
     Some([(fps * 1000.0).round() as u32, 1000])
 }
 
+impl Catalog {
+    /// Parses the catalog of either format by the track it came on: ours
+    /// ([`catalog::CATALOG_TRACK`]) or hang's ([`CATALOG_TRACK`]). Here, not in
+    /// [`catalog`], which knows nothing of hang.
+    pub fn from_track(track: &str, data: &[u8]) -> Result<Catalog, CatalogError> {
+        if track == CATALOG_TRACK {
+            catalog_from_json(data)
+        } else {
+            Catalog::from_json(data)
+        }
+    }
+}
+
 /// Parses a hang catalog into ours: one entry per rendition, in name order, video first.
 /// Range checks are ours ([`Catalog::from_json`]'s), so a hostile document is an error.
 pub fn catalog_from_json(data: &[u8]) -> Result<Catalog, CatalogError> {

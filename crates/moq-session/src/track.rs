@@ -702,7 +702,10 @@ mod tests {
     fn the_base_layer_in_order_announces_drops_and_newest_first_gives_way() {
         let in_order = TrackDelivery::base_layer(false, None);
         assert_eq!(in_order.group_order, GroupOrder::Ascending);
-        assert!(in_order.announce_dropped, "an in-order player waits for each");
+        assert!(
+            in_order.announce_dropped,
+            "an in-order player waits for each"
+        );
         assert_eq!(in_order.supersede_after, None);
         assert_eq!(in_order.max_age, None);
         let timeout = Some(Duration::from_millis(300));

@@ -19,10 +19,8 @@ use moqt_common::connection::{Connection, Endpoint, Side, text};
 use moqt_common::renamed::{Deprecations, Renamed};
 use tokio::sync::{mpsc, watch};
 
-use super::receiver::{
-    self, Control, EVENT_QUEUE, Event, Item, Payload, ReceiverConfig, Server, TrackFeed,
-    unix_now_us,
-};
+use super::receiver::{self, Control, EVENT_QUEUE, Event, Item, TrackFeed, unix_now_us};
+use super::upstream::{Payload, ReceiverConfig, Server};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(

@@ -27,6 +27,7 @@ use gst::prelude::*;
 mod imp;
 mod moving;
 mod receiver;
+mod upstream;
 
 /// Whether moqsrc chooses among a video's renditions (the `abr` property).
 #[derive(Debug, Eq, PartialEq, Clone, Copy, Default, glib::Enum)]

@@ -12,7 +12,7 @@ use moq_session::{MoqUrl, Session, SessionConfig, Subscription, TrackEvent};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::receiver::{Payload, ReceiverConfig, Server, subscribe};
+use super::upstream::{Payload, ReceiverConfig, Server, subscribe};
 
 /// How long one connection attempt to a move target may take.
 const CONNECT_ATTEMPT: Duration = Duration::from_secs(2);

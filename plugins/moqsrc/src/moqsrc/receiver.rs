@@ -12,24 +12,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry, TrackRole};
 use moq_media::hang::{self, HangReader};
 use moq_media::header::FrameHeader;
-use moq_session::tls::Trust;
 use moq_session::{
-    FilterType, Location, MoqUrl, Object, Session, SessionConfig, SessionError, SubscribeOptions,
-    Subscription, TrackEvent, TrackNamespace, Version, Versions,
+    FilterType, Location, Session, SessionConfig, SessionError, SubscribeOptions, Subscription,
+    TrackEvent, TrackNamespace, Version,
 };
 use moq_wire::message::publish_done_code;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use moq_player::renditions::AbrPrefs;
-use moq_player::select::{self, Choice, MediaKind, Selected, TrackPrefs};
+use moq_player::select::{self, Choice, MediaKind, Selected};
 use moq_player::switch::{Action, Switcher};
 
 use super::moving::{self, Move, Moved, Moving};
+use super::upstream::{Payload, ReceiverConfig, Server, subscribe, subscribe_from};
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
@@ -50,33 +49,6 @@ const SWITCH_TICK: Duration = Duration::from_millis(50);
 pub const ITEM_QUEUE: usize = 64;
 /// Events waiting for the element.
 pub const EVENT_QUEUE: usize = 64;
-
-/// One server that carries the broadcast.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub url: MoqUrl,
-    /// The PATH setup parameter: the session's root (and the URL's query).
-    pub setup_path: String,
-    /// Namespace of the tracks (the broadcast).
-    pub namespace: TrackNamespace,
-    pub trust: Trust,
-}
-
-#[derive(Debug, Clone)]
-pub struct ReceiverConfig {
-    /// The server tried first.
-    pub server: Server,
-    /// Servers carrying the same broadcast (e.g. other relays of a cluster), tried in turn
-    /// after the one in use fails.
-    pub backups: Vec<Server>,
-    /// The AUTHORIZATION TOKEN setup parameter.
-    pub auth_token: Option<String>,
-    /// The drafts offered.
-    pub versions: Versions,
-    pub prefs: TrackPrefs,
-    /// How long to keep trying to get media before giving up with an error.
-    pub timeout: Duration,
-}
 
 /// What the network side tells the element.
 #[derive(Debug)]
@@ -136,14 +108,6 @@ pub type Item = moq_player::Item<Payload>;
 
 /// A frame as received.
 pub type Received = moq_player::Incoming<Payload>;
-
-/// A frame's bytes. The object they came in stays counted against the session's receive
-/// budget until this is dropped.
-#[derive(Debug)]
-pub struct Payload {
-    pub au: Bytes,
-    _object: Object,
-}
 
 /// What the element wants; the latest value counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -731,41 +695,6 @@ async fn start_track(
     });
     round.spawn(forwarder.run(main, enhancement, switching));
     Ok(())
-}
-
-/// Subscribes to a media track of the namespace.
-pub async fn subscribe(
-    config: &ReceiverConfig,
-    session: &Session,
-    name: &str,
-    priority: u8,
-) -> Result<Subscription, String> {
-    subscribe_from(config, session, name, priority, FilterType::NextGroupStart).await
-}
-
-/// Subscribes to a media track of the namespace from where `filter` says.
-pub async fn subscribe_from(
-    config: &ReceiverConfig,
-    session: &Session,
-    name: &str,
-    priority: u8,
-    filter: FilterType,
-) -> Result<Subscription, String> {
-    let options = SubscribeOptions {
-        priority,
-        filter,
-        ..SubscribeOptions::default()
-    };
-    session
-        .subscribe(config.server.namespace.clone(), name, options)
-        .await
-        .map_err(|e| {
-            format!(
-                "{}: track {name:?} in namespace {:?}: {e}",
-                config.server.url,
-                config.server.namespace.to_path()
-            )
-        })
 }
 
 /// Follows the catalog while the round's tracks play, until every track ended
@@ -1447,10 +1376,7 @@ impl Forwarder {
                             layer,
                             size: au.len(),
                             received_us: unix_us_at(object.received),
-                            data: Payload {
-                                au,
-                                _object: object,
-                            },
+                            data: Payload::new(au, object),
                         }))
                     }
                     // A marker (hang), not a frame.
@@ -1610,6 +1536,9 @@ async fn first_catalog(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use moq_player::select::TrackPrefs;
+    use moq_session::tls::Trust;
+    use moq_session::{MoqUrl, Versions};
 
     fn server(port: u16) -> Server {
         let url = MoqUrl::parse(&format!("moqt://127.0.0.1:{port}/live")).unwrap();

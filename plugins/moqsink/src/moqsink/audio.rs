@@ -14,7 +14,7 @@ use moq_session::{
     Broadcast, GroupOrder, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats,
 };
 
-use super::publisher::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
+use super::frame::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
 
 /// Media an audio group spans: a few frames share a stream, so a lost packet delays
 /// only the frames of its group behind it, and the per-stream overhead is shared.

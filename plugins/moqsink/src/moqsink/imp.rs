@@ -3,7 +3,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use gst::glib;
@@ -23,6 +23,7 @@ use super::adapt::{self, Adaptation, Target};
 use super::audio::AudioParams;
 use super::caps::{self, MediaKind};
 use super::encoder::Encoder;
+use super::frame::unix_now_us;
 use super::publisher::{AuTiming, Dropped, MediaTrack, Publisher, TrackId};
 use super::track_sink::TrackSink;
 use super::video::ENHANCEMENT_MAX_AGE;
@@ -302,13 +303,6 @@ pub struct MoqSink {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Wall clock, µs since the UNIX epoch.
-pub(super) fn unix_now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 impl MoqSink {

@@ -25,6 +25,7 @@ mod adapt;
 mod audio;
 mod caps;
 mod encoder;
+mod frame;
 mod imp;
 mod pad;
 mod publisher;

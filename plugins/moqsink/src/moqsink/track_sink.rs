@@ -14,8 +14,7 @@ use gst_base::subclass::prelude::*;
 use moq_session::blocking::Canceller;
 
 use super::caps::{self, MediaKind};
-use super::imp::unix_now_us;
-use super::publisher::{AuTiming, TrackId};
+use super::frame::{AuTiming, TrackId, unix_now_us};
 use moq_session::blocking::runtime;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {

@@ -11,7 +11,7 @@ use moq_media::mapping::priority;
 use moq_media::{DeliveryMode, FrameHeader, KeyframeRequests, Mapper};
 use moq_session::{Broadcast, GroupWriter, Payload, TrackDelivery, TrackProducer, TrackStats};
 
-use super::publisher::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
+use super::frame::{AuTiming, Dropped, TrackSetup, frame_prefix, session_priority};
 
 /// Without a delivery timeout, non-reference frames still expire after this long: past
 /// it they would reach a receiver after their display time.

@@ -7,3 +7,11 @@
 
 pub mod connection;
 pub mod renamed;
+
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks `m`, and takes its data even if a thread panicked holding it: an element keeps
+/// working after a panic elsewhere (GStreamer turns a panic into an error message).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -145,7 +145,7 @@ pub struct Deprecations {
 impl Deprecations {
     /// Notes that `renamed`'s old name was used; returns the warning to log now.
     pub fn used(&self, renamed: &'static Renamed) -> String {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pending = crate::lock(&self.pending);
         if !pending.contains(&renamed) {
             pending.push(renamed);
         }
@@ -200,8 +200,8 @@ impl Deprecations {
     /// The warnings not posted yet (an element has a bus once it is in a pipeline, not
     /// when a launch line sets its properties): one per old name per instance.
     pub fn to_post(&self) -> Vec<String> {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        let pending = std::mem::take(&mut *crate::lock(&self.pending));
+        let mut warned = crate::lock(&self.warned);
         pending
             .into_iter()
             .filter(|r| {

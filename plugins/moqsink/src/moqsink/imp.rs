@@ -2,7 +2,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -30,6 +30,7 @@ use super::video::ENHANCEMENT_MAX_AGE;
 use super::{CongestionControl, Delivery, Format, MoqSinkPad, RateControl, RatePolicy};
 use moq_session::blocking::runtime;
 use moqt_common::connection::{Connection, Endpoint, Side, text};
+use moqt_common::lock;
 use moqt_common::renamed::{Deprecations, Renamed};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -299,10 +300,6 @@ pub struct MoqSink {
     deprecations: Deprecations,
     /// The UDP port listened on while running (0: none).
     current_port: AtomicU32,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl MoqSink {

@@ -29,11 +29,7 @@ pub struct PadSettings {
 
 impl MoqSinkPad {
     pub fn settings(&self) -> PadSettings {
-        self.imp()
-            .settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        moqt_common::lock(&self.imp().settings).clone()
     }
 
     /// The `track` property: the name the pad's track gets, if set.
@@ -84,7 +80,7 @@ mod imp {
         }
 
         fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-            let mut settings = self.settings.lock().unwrap_or_else(|p| p.into_inner());
+            let mut settings = moqt_common::lock(&self.settings);
             match pspec.name() {
                 "track" => {
                     settings.track = value
@@ -105,7 +101,7 @@ mod imp {
         }
 
         fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-            let settings = self.settings.lock().unwrap_or_else(|p| p.into_inner());
+            let settings = moqt_common::lock(&self.settings);
             match pspec.name() {
                 "label" => settings.label.to_value(),
                 "alt-group" => settings.alt_group.to_value(),

@@ -78,7 +78,7 @@ mod imp {
                     gst::Signed::Negative(v) => Some(-(v.useconds() as i64)),
                 }
             };
-            let mut timing = self.timing.lock().unwrap_or_else(|p| p.into_inner());
+            let mut timing = moqt_common::lock(&self.timing);
             let duration = buffer
                 .duration()
                 .map(|d| d.useconds())
@@ -180,10 +180,7 @@ mod imp {
                 .and_then(|s| s.get::<gst::Fraction>("framerate").ok())
                 .filter(|f| f.numer() > 0 && f.denom() > 0)
                 .map(|f| 1_000_000 * f.denom() as u64 / f.numer() as u64);
-            self.timing
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .frame_us = frame_us;
+            moqt_common::lock(&self.timing).frame_us = frame_us;
             gst::debug!(CAT, imp = self, "caps {caps}");
             Ok(())
         }

@@ -1,5 +1,5 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use gst::glib;
@@ -16,6 +16,7 @@ use moq_player::{Now, Player, PlayerConfig, TrackId};
 use moq_session::blocking::{Canceller, runtime};
 use moq_session::{MoqUrl, Versions};
 use moqt_common::connection::{Connection, Endpoint, Side, text};
+use moqt_common::lock;
 use moqt_common::renamed::{Deprecations, Renamed};
 use tokio::sync::{mpsc, watch};
 
@@ -123,10 +124,6 @@ pub struct MoqSrc {
     resumes: AtomicU64,
     /// Old property names used, to warn about on the bus.
     deprecations: Deprecations,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A time in ns as a `ClockTime`, saturated below `NONE` (which is `u64::MAX`).

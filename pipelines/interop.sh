@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The relay test suite (tests/relay.rs) once per MoQ Transport draft, against moq-relay
+# The relay test suite (tests/relay/) once per MoQ Transport draft, against moq-relay
 # 0.17.10: publish/play, delivery modes, A/V, renditions and ABR, JWT, cluster failover,
 # outages, moq-gst both ways. pipelines/interop.sh [DRAFT...] (default: 14 16 20 22).
 #

@@ -1,0 +1,167 @@
+//! A relay that requires a JWT.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::{Relay, ours};
+use gst::prelude::*;
+
+/// `moq` (moq-cli, whose `moq auth` makes keys and tokens and answers a relay's auth
+/// requests), from `MOQ_CLI`, `PATH` or where `pipelines/install-moq-relay.sh` puts it.
+fn moq_cli() -> PathBuf {
+    std::env::var_os("MOQ_CLI")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/moqsink-tools/bin/moq")),
+        )
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "moq (moq-cli) not found: run pipelines/install-moq-relay.sh (pipelines/test.sh does), \
+                 or set MOQ_CLI to the binary"
+            )
+        })
+}
+
+/// A relay that requires a JWT: `moq auth serve` checks every session's token with a key
+/// of its own, and the relay asks it (`--auth-url`).
+struct JwtRelay {
+    relay: Relay,
+    auth: Child,
+    dir: PathBuf,
+}
+
+impl JwtRelay {
+    fn start() -> JwtRelay {
+        let dir = scratch_dir("moq-jwt-test");
+        let key = dir.join("key.jwk");
+        let status = Command::new(moq_cli())
+            .args(["auth", "generate", "--out"])
+            .arg(&key)
+            .status()
+            .expect("moq auth generate runs");
+        assert!(status.success(), "moq auth generate");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let auth = Command::new(moq_cli())
+            .args([
+                "auth",
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--key",
+            ])
+            .arg(&key)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moq auth serve starts");
+        let deadline = Instant::now() + WAIT;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moq auth serve did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let relay = Relay::start_with_args(&["--auth-url", &format!("http://127.0.0.1:{port}")]);
+        JwtRelay { relay, auth, dir }
+    }
+
+    /// A token for broadcasts under `root`, signed with `key` (this relay's, or another).
+    fn token(&self, root: &str, key: Option<&Path>) -> String {
+        let own = self.dir.join("key.jwk");
+        let out = Command::new(moq_cli())
+            .args([
+                "auth",
+                "sign",
+                "--root",
+                root,
+                "--publish",
+                "**",
+                "--subscribe",
+                "**",
+                "--key",
+            ])
+            .arg(key.unwrap_or(&own))
+            .output()
+            .expect("moq auth sign runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("moqt://127.0.0.1:{}{path}", self.relay.port)
+    }
+}
+
+impl Drop for JwtRelay {
+    fn drop(&mut self) {
+        let _ = self.auth.kill();
+        let _ = self.auth.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
+    let relay = JwtRelay::start();
+    let token = relay.token("demo", None);
+    let pin = format!("tls-fingerprint={}", relay.relay.fingerprint);
+    // The token as a property on the publisher, in the URL's query on the player.
+    let _sender = Sender::through_relay(&ours(format!(
+        "url={} {pin} auth-token={token}",
+        relay.url("/demo/show")
+    )));
+    let receiver = Receiver::start(&ours(format!(
+        "url={}?jwt={token} {pin}",
+        relay.url("/demo/show")
+    )));
+    receiver.wait_frames(24, WAIT).expect("a valid token plays");
+
+    // Another key's token, and none: refused with an error that says so.
+    let stranger = relay.dir.join("stranger.jwk");
+    let status = Command::new(moq_cli())
+        .args(["auth", "generate", "--out"])
+        .arg(&stranger)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let forged = relay.token("demo", Some(&stranger));
+    for (what, properties) in [
+        (
+            "a token of another key",
+            ours(format!(
+                "url={} {pin} auth-token={forged} media-timeout=3000",
+                relay.url("/demo/show")
+            )),
+        ),
+        (
+            "no token",
+            ours(format!(
+                "url={} {pin} media-timeout=3000",
+                relay.url("/demo/show")
+            )),
+        ),
+    ] {
+        let started = Instant::now();
+        let refused = Receiver::start(&properties);
+        let err = wait_eos(&refused.pipeline, WAIT).expect_err("an error, not EOS");
+        eprintln!("{what}: after {:?}: {err}", started.elapsed());
+        assert!(
+            err.to_lowercase().contains("unauthorized") || err.to_lowercase().contains("refused"),
+            "{what}: {err}"
+        );
+        let sender = Sender::through_relay(&properties.replace(" media-timeout=3000", ""));
+        let bus = sender.pipeline.bus().unwrap();
+        let err = wait_bus(&bus, WAIT, |_| None::<()>).expect_err("the publisher is refused");
+        eprintln!("{what}, publishing: {err}");
+    }
+}

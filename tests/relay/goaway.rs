@@ -1,0 +1,134 @@
+//! Planned restarts of a cluster node: GOAWAY, and viewers and publishers moving off it.
+
+use std::time::Duration;
+
+use crate::common::*;
+use crate::{Relay, count_messages};
+use gst::prelude::*;
+
+/// A planned restart of the node a viewer is on: moq-relay says GOAWAY and drains for 8 s.
+/// The viewer moves to its backup within the drain window instead of waiting to be
+/// force-closed: no reconnect, no freeze, every frame once.
+#[test]
+fn a_viewer_moves_off_a_draining_node_before_it_closes() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_with_args(&[
+        "--auth-public",
+        "anon/**",
+        "--cluster-connect",
+        &format!("moqt://127.0.0.1:{}/", root.port),
+        "--connect-tls-fingerprint",
+        &root.fingerprint,
+        "--drain-timeout",
+        "8s",
+    ]);
+    let sender = root.publisher("");
+    wait_announced(&sender.sink);
+    let viewer = leaf.subscriber(&format!(
+        "backup-urls={}?tls-fingerprint={} media-timeout=30000",
+        root.url(),
+        root.fingerprint
+    ));
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    viewer
+        .wait_frames(before + 120, WAIT)
+        .expect("plays on from the backup");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > draining)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    let indices: Vec<u64> = frames.iter().map(|f| f.decode_index).collect();
+    eprintln!(
+        "{} frames; longest pause after the drain began {longest:?}; messages {messages:?}",
+        frames.len()
+    );
+    assert!(
+        messages.iter().any(|m| m == "moq-moved"),
+        "moved on GOAWAY: {messages:?}"
+    );
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "moved, not reconnected after a force-close: {messages:?}"
+    );
+    for w in indices.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "every frame once, in order");
+    }
+    assert!(
+        longest < Duration::from_millis(250),
+        "a freeze of {longest:?}"
+    );
+}
+
+/// A planned restart of the node the publisher is on: moqsink announces on its backup (the
+/// root) as soon as the node says GOAWAY, and keeps serving the old session until the node
+/// closes it. The viewer on the root plays on; when the node finally goes, moq-relay ends
+/// the viewer's subscription that came through it, and the viewer subscribes again, to the
+/// publisher's new session: a short gap (bounded here at 1 s).
+///
+/// Out of the test command: in some runs (2 of 34 on a quiet machine; 1 in 4 before) the
+/// freeze lasts 2.8-13.6 s. Traced with the relays' logs: the node exits at its drain
+/// deadline, and when its closing of the cluster connection does not reach the root, the
+/// root keeps the viewer's subscription on that dead route (the broadcast's other
+/// announcement, the publisher's new session, is not used for it) until the connection's
+/// idle timeout, ~13 s later, and only then ends it (PUBLISH_DONE "internal error"); in
+/// the other runs that PUBLISH_DONE comes within milliseconds of the deadline. The viewer
+/// has no other server to try and waits for it. Closing the publisher's old session 2 s
+/// after its move, while the node still ran, did not help (pauses of 620-840 ms, and one
+/// of 13.8 s, in 6 runs): the root parks a subscription whose route went, whatever ended
+/// the route. pipelines/interop.sh still runs it.
+#[test]
+#[ignore = "flaky (moq-relay keeps a subscription on a dead cluster route until its idle timeout); run by pipelines/interop.sh"]
+fn a_publisher_moves_off_a_draining_node_before_it_closes() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_with_args(&[
+        "--auth-public",
+        "anon/**",
+        "--cluster-connect",
+        &format!("moqt://127.0.0.1:{}/", root.port),
+        "--connect-tls-fingerprint",
+        &root.fingerprint,
+        "--drain-timeout",
+        "8s",
+    ]);
+    let sender = leaf.publisher(&format!(
+        "backup-urls={}?tls-fingerprint={}",
+        root.url(),
+        root.fingerprint
+    ));
+    let moved = count_messages(&sender.pipeline, "moq-moved");
+    wait_announced(&sender.sink);
+    let viewer = root.subscriber("media-timeout=30000");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    // Past the drain deadline, when the relay has closed the publisher's old session.
+    viewer
+        .wait_frames(before + 24 * 12, WAIT)
+        .expect("plays on from the publisher's new session");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > draining)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
+        frames.len()
+    );
+    assert!(*moved.lock().unwrap() > 0, "the publisher moved on GOAWAY");
+    assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
+}

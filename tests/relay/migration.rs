@@ -1,0 +1,63 @@
+//! Connection migration: a publisher whose address changes keeps its relay session.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::common::*;
+use crate::{NAMESPACE, ROOT, Relay, count_messages, ours};
+use gst::prelude::*;
+
+/// NAT rebindings between the publisher and the relay (linkem gives moqsink a new source
+/// port), ten of them two seconds of playing apart: moq-relay follows the connection to
+/// each new address, and the viewer plays on.
+#[test]
+fn a_publisher_whose_address_changes_keeps_its_relay_session() {
+    const REBINDS: usize = 10;
+    let relay = Relay::start();
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
+        downstream: None,
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let sender = Sender::through_relay(&ours(format!(
+        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
+        link.local_addr(),
+        relay.fingerprint
+    )));
+    let announced = count_messages(&sender.pipeline, "moq-connected");
+    wait_announced(&sender.sink);
+    let viewer = relay.subscriber("media-timeout=30000");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let rebound = unix_now();
+    for _ in 0..REBINDS {
+        link.rebind();
+        let before = viewer.frames().len();
+        viewer
+            .wait_frames(before + 48, WAIT)
+            .expect("plays on after the publisher's rebinding");
+    }
+    let took = unix_now() - rebound;
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let pause = frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > rebound)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "{REBINDS} rebindings in {took:?}; longest pause {pause:?}; viewer messages {messages:?}"
+    );
+    assert_eq!(
+        *announced.lock().unwrap(),
+        1,
+        "the publisher never reconnected"
+    );
+    assert!(pause < Duration::from_millis(250), "a freeze of {pause:?}");
+}

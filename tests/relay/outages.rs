@@ -1,0 +1,101 @@
+//! Relay and publisher restarts: the subscriber resumes without an error.
+
+use std::time::{Duration, Instant};
+
+use crate::Relay;
+use crate::common::*;
+use gst::prelude::*;
+
+/// Kills the relay for `down`, restarts it on the same port and certificate, and checks
+/// that the publisher re-announces and the subscriber resumes without an error.
+fn survive_relay_restart(down: Duration) {
+    let mut relay = Relay::start();
+    let sender = relay.publisher("");
+    let receiver = relay.subscriber("media-timeout=90000");
+    receiver
+        .wait_frames(24, WAIT)
+        .expect("plays before the restart");
+    relay.kill();
+    std::thread::sleep(down);
+    let before = receiver.frames().len();
+    relay.spawn();
+    let back = Instant::now();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays after the restart");
+    // wait_frames returned as soon as the count was reached; the first new frame came
+    // about a second of frames earlier.
+    let resumed = back.elapsed().saturating_sub(Duration::from_millis(1000));
+    eprintln!("relay down {down:?}: receiver resumed ~{resumed:?} after the relay came back");
+    let frames = receiver.frames();
+    assert!(
+        frames[before].key && frames[before].discont,
+        "resumes at a keyframe, DISCONT"
+    );
+    assert!(
+        back.elapsed() < Duration::from_secs(5),
+        "resumed {:?} after the relay returned",
+        back.elapsed()
+    );
+    for (what, pipeline) in [
+        ("receiver", &receiver.pipeline),
+        ("sender", &sender.pipeline),
+    ] {
+        let bus = pipeline.bus().unwrap();
+        while let Some(msg) = bus.pop() {
+            if let gst::MessageView::Error(e) = msg.view() {
+                panic!("{what} posted an error: {} ({:?})", e.error(), e.debug());
+            }
+        }
+    }
+    let messages = receiver.messages.lock().unwrap().clone();
+    assert!(
+        messages.iter().filter(|m| *m == "moq-connected").count() >= 2,
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn a_publisher_restart_behind_the_relay_is_resumed() {
+    let relay = Relay::start();
+    let first = relay.publisher("");
+    let receiver = relay.subscriber("media-timeout=30000");
+    receiver.wait_frames(24, WAIT).expect("plays");
+    drop(first);
+    std::thread::sleep(Duration::from_secs(2));
+    let before = receiver.frames().len();
+    let _second = relay.publisher("");
+    let back = Instant::now();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays the new publisher");
+    eprintln!(
+        "publisher restart: playing again {:?} after it came back",
+        back.elapsed()
+    );
+    let frames = receiver.frames();
+    assert!(
+        frames[before].key && frames[before].discont,
+        "resumes at a keyframe, DISCONT"
+    );
+    let bus = receiver.pipeline.bus().unwrap();
+    while let Some(msg) = bus.pop() {
+        assert!(
+            !matches!(
+                msg.view(),
+                gst::MessageView::Error(_) | gst::MessageView::Eos(_)
+            ),
+            "{msg:?}"
+        );
+    }
+}
+
+#[test]
+fn survives_a_5_second_relay_outage() {
+    survive_relay_restart(Duration::from_secs(5));
+}
+
+#[test]
+fn survives_a_30_second_relay_outage() {
+    survive_relay_restart(Duration::from_secs(30));
+}

@@ -154,10 +154,20 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
         let started = Instant::now();
         let refused = Receiver::start(&properties);
         let err = wait_eos(&refused.pipeline, WAIT).expect_err("an error, not EOS");
-        eprintln!("{what}: after {:?}: {err}", started.elapsed());
+        let took = started.elapsed();
+        eprintln!("{what}: after {took:?}: {err}");
         assert!(
             err.to_lowercase().contains("unauthorized") || err.to_lowercase().contains("refused"),
             "{what}: {err}"
+        );
+        assert!(
+            err.contains("set auth-token"),
+            "{what}: the error says what to do: {err}"
+        );
+        // A refusal is not retried (media-timeout is 3 s here).
+        assert!(
+            took < Duration::from_secs(2),
+            "{what}: refused after {took:?}"
         );
         let sender = Sender::through_relay(&properties.replace(" media-timeout=3000", ""));
         let bus = sender.pipeline.bus().unwrap();

@@ -193,8 +193,15 @@ fn a_launch_line_declares_renditions_through_the_pads_properties() {
         "video_0::alt-group=2 video_0::bitrate=250000 video_1::alt-group=2 video_1::bitrate=600000",
     );
     let port = play_listening(&pipeline, &sink);
-    std::thread::sleep(Duration::from_secs(2));
-    let catalog = fetch_catalog(port, &sink);
+    // The first catalog may list one rendition (the other's keyframe not there yet).
+    let mut catalog = None;
+    wait_until("both renditions in the catalog", || {
+        let latest = fetch_catalog(port, &sink);
+        let both = video_alternates(&latest).len() == 2;
+        catalog = Some(latest);
+        both
+    });
+    let catalog = catalog.expect("a catalog");
     pipeline.set_state(gst::State::Null).unwrap();
     assert_eq!(
         video_alternates(&catalog),

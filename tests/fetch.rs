@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::*;
 use h264::FrameKind;
 use moq_media::FrameHeader;
-use moq_soak::peer::RawPeer;
+use moq_testkit::peer::RawPeer;
 use moq_wire::message::{
     ControlMessage, DataStreamHeader, Fetch, FetchObjectHeader, FetchType, GroupOrder,
     JoiningFetch, Location, ObjectStatus, Parameters, SubgroupObjectHeader, fetch_error,

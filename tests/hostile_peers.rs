@@ -17,7 +17,7 @@ use moq_session::{
     Broadcast, GroupWriter, Priority, Server, ServerLimits, TrackDelivery, TrackProducer,
     parse_namespace,
 };
-use moq_soak::peer::RawPeer;
+use moq_testkit::peer::RawPeer;
 use moq_wire::message::{ControlMessage, DataStreamHeader, session_error};
 use moq_wire::varint;
 

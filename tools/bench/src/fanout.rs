@@ -29,8 +29,8 @@ use moq_media::FrameHeader;
 use moq_media::metrics::quantile;
 use moq_session::tls::{self, Trust};
 use moq_session::{Located, MoqUrl, SessionConfig, SubscribeOptions, TrackEvent};
-use moq_soak::proc::RssSampler;
-use moq_soak::roles::SenderProc;
+use moq_testkit::proc::RssSampler;
+use moq_testkit::roles::SenderProc;
 use serde::Serialize;
 use tokio::sync::watch;
 
@@ -467,7 +467,7 @@ fn key_values(mut args: impl Iterator<Item = String>) -> Result<HashMap<String, 
 /// `moq-bench fanout-sender --reference CLIP --plugin-dir DIR --registry FILE --sink PROPS`:
 /// loops the clip live into `moqsink name=sink PROPS` loaded from DIR (only DIR's
 /// moqsink: GStreamer gets its own registry file), printing what
-/// [`moq_soak::roles::serve`] prints, until stdin closes.
+/// [`moq_testkit::roles::serve`] prints, until stdin closes.
 pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
     let args = key_values(args).map_err(|e| format!("fanout-sender: {e}"))?;
     let get = |key: &str| {
@@ -521,7 +521,7 @@ pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
             .spawn(move || play_out(&pipeline, &src, &clip, &stop))
             .map_err(|e| e.to_string())?
     };
-    let served = moq_soak::roles::serve(&pipeline, false);
+    let served = moq_testkit::roles::serve(&pipeline, false);
     stop.store(true, Ordering::Relaxed);
     let played = player
         .join()
@@ -866,14 +866,14 @@ fn run_one(
         .map(|c| c.zip(relay_cpu0).map(|(a, b)| a - b));
     let own_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu0;
     sender_rss.sample_now();
-    let sender_mb = sender_rss.max_since(started).map(moq_soak::proc::mb);
+    let sender_mb = sender_rss.max_since(started).map(moq_testkit::proc::mb);
     let relay_mb = relay_rss
         .as_ref()
         .and_then(|r| {
             r.sample_now();
             r.max_since(started)
         })
-        .map(moq_soak::proc::mb);
+        .map(moq_testkit::proc::mb);
     let late = watched.and_then(|()| wait_watching(&mut sender, LATE_GRACE));
     let logs = collect(tasks);
     drop(sender);

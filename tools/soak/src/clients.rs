@@ -12,12 +12,11 @@ use moq_session::tls::{self, Trust};
 use moq_session::{
     FilterType, Location, MoqUrl, SessionConfig, SubscribeOptions, Subscription, TrackEvent,
 };
+use moq_testkit::media::NAMESPACE;
+use moq_testkit::peer::RawPeer;
 use moq_wire::message::{ControlMessage, TrackNamespace};
 use tokio::sync::watch;
 use tokio::time::timeout;
-
-use crate::media::NAMESPACE;
-use crate::peer::RawPeer;
 
 /// Longest wait for any one network step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,17 +1,13 @@
-//! Resource checks of moqsink and moqsrc under misbehaving peers, and the tools for them.
+//! Resource checks of moqsink and moqsrc under misbehaving peers.
 //!
-//! - [`peer`]: a MoQ Transport peer that writes control messages itself, so it can behave
-//!   as a hostile or broken client would (never read, send garbage, flood requests).
 //! - [`scenario`]: the soak scenarios (a subscriber that never reads, a paused receiver,
 //!   subscriber churn), each measuring the RSS of the process under test over time.
-//! - [`roles`]: the sender and receiver that run as child processes of the `moq-soak`
-//!   binary, so that each one's RSS is its own, and the runner's handles on them.
-//! - [`proc`], [`media`], [`clients`]: child processes and RSS sampling, GStreamer
-//!   pipelines, and the network clients the runner drives itself.
+//! - [`clients`]: the network clients the runner drives itself (the stalled subscriber,
+//!   the churn cycles).
+//!
+//! The raw MoQ peer, the sender and receiver roles (run as `moq-soak send` and `moq-soak
+//! receive`), child processes and RSS sampling, and the GStreamer side come from
+//! `moq_testkit`.
 
 pub mod clients;
-pub mod media;
-pub mod peer;
-pub mod proc;
-pub mod roles;
 pub mod scenario;

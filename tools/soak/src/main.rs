@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use moq_soak::scenario::{self, ChurnOptions, PausedOptions, StalledOptions};
-use moq_soak::{media, roles};
+use moq_testkit::{media, roles};
 
 const USAGE: &str = "usage:
   moq-soak run stalled-subscriber [--seconds S] [--delivery MODE] [--warmup S] [--reconnect]

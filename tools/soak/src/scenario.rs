@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use moq_testkit::media::{Continuity, Watcher, unix_now_us};
+use moq_testkit::proc::{RssSampler, mb, mb_diff};
+use moq_testkit::roles::{OutputFrame, ReceiverProc, START_TIMEOUT, SenderProc};
 use tokio::sync::watch;
 
 use crate::clients::{self, ChurnCounters, StallCounters};
-use crate::media::{Continuity, Watcher, unix_now_us};
-use crate::proc::{RssSampler, mb, mb_diff};
-use crate::roles::{OutputFrame, ReceiverProc, START_TIMEOUT, SenderProc};
 
 /// Rows of the per-scenario table.
 const ROW_EVERY: Duration = Duration::from_secs(10);

@@ -2,6 +2,10 @@
 //! message: it sends what it is told, malformed or not, and reads only when asked, so it
 //! can play the peer a publisher must survive (one that never reads its control stream,
 //! floods requests, or breaks the framing).
+//!
+//! In the kit for whatever needs a peer that moqsink's own subscriber would never be: the
+//! hostile-peer and FETCH integration tests drive it message by message, and the soak
+//! checks' stalled subscriber and churn cycles are built on it.
 
 use moq_session::tls::Trust;
 use moq_session::{ControlReader, MoqUrl, Version, connect_quic, transport_config};

@@ -1,9 +1,11 @@
-//! Child processes of a scenario and their resident memory.
+//! Child processes and their resident memory.
 //!
-//! Every role whose memory is measured runs in a process of its own, so its RSS is its
-//! own: the scenario runner reads `VmRSS` from `/proc/<pid>/status` once a second. A
-//! child reads commands on stdin and exits when stdin closes, so it never outlives the
-//! runner, even one that is killed; [`Child`] also kills it when dropped (panics included).
+//! In the kit for any runner (a soak scenario, a benchmark, a test) that measures what a
+//! role costs: every role whose memory is measured runs in a process of its own, so its
+//! RSS is its own, and an [`RssSampler`] reads `VmRSS` from `/proc/<pid>/status` at a fixed
+//! interval (of a [`Child`] or of any other process, such as a relay). A child reads
+//! commands on stdin and exits when stdin closes, so it never outlives the runner, even
+//! one that is killed; [`Child`] also kills it when dropped (panics included).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -27,7 +29,8 @@ pub struct Line {
     pub text: String,
 }
 
-/// A child process running one role of the `moq-soak` binary.
+/// A child process that prints its reports on stdout one line at a time and stops when its
+/// stdin closes: one of the [`crate::roles`], or any program that keeps to that.
 pub struct Child {
     name: String,
     child: std::process::Child,

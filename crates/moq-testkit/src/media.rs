@@ -1,5 +1,9 @@
 //! GStreamer side: plugin registration, the reference sender's description, and an
 //! in-process subscriber that records the decode index of every frame moqsrc outputs.
+//!
+//! In the kit because the [`crate::roles`] are built on it, and a runner that checks a
+//! subscriber's continuity while it abuses the sender (the soak scenarios) runs a
+//! [`Watcher`] in its own process beside them.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -147,7 +151,7 @@ impl FrameLog {
 }
 
 /// `moqsrc ! fakesink` in this process, recording moqsrc's output: the subscriber whose
-/// frames must keep flowing while the scenario abuses the sender.
+/// frames must keep flowing while a runner abuses the sender.
 pub struct Watcher {
     pipeline: gst::Pipeline,
     log: Arc<Mutex<FrameLog>>,

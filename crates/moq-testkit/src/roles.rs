@@ -1,15 +1,22 @@
-//! The child roles of the `moq-soak` binary and the runner's handles on them.
+//! A sender and a receiver that run as child processes, and the runner's handles on them.
 //!
-//! `moq-soak send` publishes the reference stream through moqsink and prints, one line
-//! each: `listening ADDRESS FINGERPRINT` once, then every second `tick FRAMES STATS` (the
-//! frames moqsink published and its `stats` structure); [`serve`] is that loop for any
-//! sender pipeline (moq-bench's fan-out sender runs it too). `moq-soak receive` plays a
-//! moqsrc → avdec_h264 → `fakesink sync=true` pipeline, obeys `pause` / `play` on stdin
-//! and prints `frame WALL_US INDEX DISCONT KEY LATENCY_US` for every buffer moqsrc outputs,
-//! `render WALL_US LATENCY_US` for every picture the sink renders and `state NAME WALL_US`
-//! after each state change. Latency is the wall clock minus the frame's availability time
-//! at the sender (its `timestamp/x-unix` reference meta); both run on one machine. Either
-//! role stops when its stdin closes, prints `error TEXT` and exits with 1 on a pipeline error.
+//! In the kit so that a runner can measure each side's memory on its own, or keep a sender
+//! apart from what it measures: a binary hands its `send` and `receive` subcommands to
+//! [`send`] and [`receive`] (`moq-soak` does), and the runner starts that binary with
+//! [`SenderProc::start`] and [`ReceiverProc::start`]. A binary with a sender pipeline of
+//! its own runs it with [`serve`] and is started with [`SenderProc::spawn`] (`moq-bench
+//! --fanout` does).
+//!
+//! `send` publishes the reference stream through moqsink and prints, one line each:
+//! `listening ADDRESS FINGERPRINT` once, then every second `tick FRAMES STATS` (the frames
+//! moqsink published and its `stats` structure); [`serve`] is that loop for any sender
+//! pipeline. `receive` plays a moqsrc → avdec_h264 → `fakesink sync=true` pipeline, obeys
+//! `pause` / `play` on stdin and prints `frame WALL_US INDEX DISCONT KEY LATENCY_US` for
+//! every buffer moqsrc outputs, `render WALL_US LATENCY_US` for every picture the sink
+//! renders and `state NAME WALL_US` after each state change. Latency is the wall clock
+//! minus the frame's availability time at the sender (its `timestamp/x-unix` reference
+//! meta); both run on one machine. Either role stops when its stdin closes, prints
+//! `error TEXT` and exits with 1 on a pipeline error.
 
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -61,7 +68,7 @@ fn bus_error(msg: &gst::Message) -> Option<String> {
     }
 }
 
-/// `moq-soak send`: runs until stdin closes or `quit` arrives.
+/// The `send` role: runs until stdin closes or `quit` arrives.
 pub fn send(port: u16, moqsink_props: &str) -> Result<(), String> {
     media::init()?;
     let pipeline = gst::parse::launch(&media::sender_description(port, moqsink_props))
@@ -144,7 +151,7 @@ pub fn published_frames(stats: &gst::StructureRef) -> u64 {
         .sum()
 }
 
-/// `moq-soak receive`: plays until stdin closes or `quit` arrives.
+/// The `receive` role: plays until stdin closes or `quit` arrives.
 pub fn receive(url: &str, fingerprint: &str, moqsrc_props: &str) -> Result<(), String> {
     media::init()?;
     let description = format!(
@@ -235,7 +242,7 @@ pub struct SenderTick {
     pub stats: gst::Structure,
 }
 
-/// The runner's handle on a `moq-soak send` child.
+/// The runner's handle on a sender child (the `send` role, or a [`serve`] loop).
 pub struct SenderProc {
     child: Child,
     pub address: SocketAddr,
@@ -245,7 +252,8 @@ pub struct SenderProc {
 }
 
 impl SenderProc {
-    /// Starts the sender with extra moqsink properties and waits until it listens.
+    /// Starts `exe send --port 0 --moqsink-props PROPS` (a binary that hands `send` to
+    /// [`send`]) and waits until it listens.
     pub fn start(exe: &Path, moqsink_props: &str) -> Result<SenderProc, String> {
         media::init()?;
         let args = vec![
@@ -394,7 +402,7 @@ pub struct Render {
     pub latency_us: Option<i64>,
 }
 
-/// The runner's handle on a `moq-soak receive` child.
+/// The runner's handle on a `receive` child.
 pub struct ReceiverProc {
     child: Child,
     pub frames: Vec<OutputFrame>,
@@ -404,6 +412,8 @@ pub struct ReceiverProc {
 }
 
 impl ReceiverProc {
+    /// Starts `exe receive --url URL --fingerprint HEX` (a binary that hands `receive` to
+    /// [`receive`]).
     pub fn start(exe: &Path, url: &str, fingerprint: &str) -> Result<ReceiverProc, String> {
         let args = vec![
             "receive".to_string(),

@@ -1,0 +1,16 @@
+//! The test kit of moqsink and moqsrc: the pieces that the integration tests in `tests/`,
+//! the soak checks (`tools/soak`) and the benchmark (`tools/bench`) share, so that no tool
+//! depends on another and no test imports a tool.
+//!
+//! - [`peer`]: a MoQ Transport peer that writes control messages itself, so it can behave
+//!   as a hostile or broken client would (never read, send garbage, flood requests).
+//! - [`roles`]: a sender and a receiver that run as child processes, so that each one's
+//!   RSS is its own, and a runner's handles on them.
+//! - [`proc`]: child processes that report line by line, and RSS sampling of any process.
+//! - [`media`]: GStreamer set-up, the reference stream, and an in-process moqsrc
+//!   subscriber that records the decode index of every frame.
+
+pub mod media;
+pub mod peer;
+pub mod proc;
+pub mod roles;

@@ -190,6 +190,20 @@ impl Connection {
         self.versions.parse().map_err(|e| format!("versions: {e}"))
     }
 
+    /// What the URI handler's `set_uri` does, for either element: a `moqt://` URI becomes
+    /// `url`, in NULL or READY only (`running`: the element is past READY).
+    pub fn set_uri(&mut self, uri: &str, running: bool) -> Result<(), glib::Error> {
+        if running {
+            return Err(glib::Error::new(
+                gst::URIError::BadState,
+                "the URI can only be set in the NULL or READY state",
+            ));
+        }
+        MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
+        self.url = Some(uri.to_owned());
+        Ok(())
+    }
+
     /// The backup URLs, in order.
     pub fn backups(&self) -> impl Iterator<Item = &str> {
         self.backup_urls

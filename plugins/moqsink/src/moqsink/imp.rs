@@ -14,7 +14,7 @@ use moq_media::keyframes::AlignedKeyframes;
 use moq_media::rate_control::RateConfig;
 use moq_session::tls::{self, ServerIdentity};
 use moq_session::{
-    Broadcast, EVENT_QUEUE, Handoff, HandoffHook, Located, MoqUrl, PublishLimits, RelayEvent,
+    Broadcast, EVENT_QUEUE, Handoff, HandoffHook, Located, PublishLimits, RelayEvent,
     RelayPublisher, RelayTarget, Server, ServerEvent, ServerLimits, SessionConfig, TrackNamespace,
 };
 use tokio::sync::mpsc;
@@ -1114,15 +1114,8 @@ impl URIHandlerImpl for MoqSink {
 
     /// A URI publishes through a relay there (`url`).
     fn set_uri(&self, uri: &str) -> Result<(), glib::Error> {
-        if self.obj().current_state() > gst::State::Ready {
-            return Err(glib::Error::new(
-                gst::URIError::BadState,
-                "the URI can only be set in the NULL or READY state",
-            ));
-        }
-        MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
-        lock(&self.settings).connection.url = Some(uri.to_owned());
-        Ok(())
+        let running = self.obj().current_state() > gst::State::Ready;
+        lock(&self.settings).connection.set_uri(uri, running)
     }
 }
 
@@ -1162,7 +1155,7 @@ impl ObjectImpl for MoqSink {
 
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
+            let own = vec![
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
                     .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-22, moqt-20, moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
@@ -1309,11 +1302,8 @@ impl ObjectImpl for MoqSink {
                     .default_value(DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS)
                     .mutable_ready()
                     .build(),
-            ]
-            .into_iter()
-            .chain(Connection::properties(Side::Publisher))
-            .chain(RENAMED.iter().map(Renamed::param_spec))
-            .collect()
+            ];
+            moqt_common::properties(own, Side::Publisher, &RENAMED)
         });
         PROPERTIES.as_ref()
     }

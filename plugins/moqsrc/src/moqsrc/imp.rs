@@ -13,8 +13,8 @@ use moq_player::renditions::AbrPrefs;
 use moq_player::select::{Choice, MediaKind, TrackPrefs};
 use moq_player::stats::ReceiverStats;
 use moq_player::{Now, Player, PlayerConfig, TrackId};
+use moq_session::Versions;
 use moq_session::blocking::{Canceller, runtime};
-use moq_session::{MoqUrl, Versions};
 use moqt_common::connection::{Connection, Endpoint, Side, text};
 use moqt_common::lock;
 use moqt_common::renamed::{Deprecations, Renamed};
@@ -871,15 +871,8 @@ impl URIHandlerImpl for MoqSrc {
     }
 
     fn set_uri(&self, uri: &str) -> Result<(), glib::Error> {
-        if self.obj().current_state() > gst::State::Ready {
-            return Err(glib::Error::new(
-                gst::URIError::BadState,
-                "the URI can only be set in the NULL or READY state",
-            ));
-        }
-        MoqUrl::parse(uri).map_err(|e| glib::Error::new(gst::URIError::BadUri, &e.to_string()))?;
-        lock(&self.settings).connection.url = Some(uri.to_owned());
-        Ok(())
+        let running = self.obj().current_state() > gst::State::Ready;
+        lock(&self.settings).connection.set_uri(uri, running)
     }
 }
 
@@ -891,7 +884,7 @@ impl ObjectImpl for MoqSrc {
 
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
+            let own = vec![
                 glib::ParamSpecString::builder("video-track")
                     .nick("Video track")
                     .blurb("Video track to play (a pad video_0; its enhancement track is found in the catalog); unset: the first H.264 track of the catalog; none: no video")
@@ -948,11 +941,8 @@ impl ObjectImpl for MoqSrc {
                     .default_value(DEFAULT_LATENCY_MS)
                     .mutable_ready()
                     .build(),
-            ]
-            .into_iter()
-            .chain(Connection::properties(Side::Subscriber))
-            .chain(RENAMED.iter().map(Renamed::param_spec))
-            .collect()
+            ];
+            moqt_common::properties(own, Side::Subscriber, &RENAMED)
         });
         PROPERTIES.as_ref()
     }

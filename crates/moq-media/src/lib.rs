@@ -16,6 +16,7 @@
 
 pub mod audio;
 pub mod catalog;
+pub mod clock;
 pub mod hang;
 pub mod header;
 pub mod keyframes;

@@ -75,12 +75,7 @@ pub fn availability_us(buffer: &gst::BufferRef) -> Option<i64> {
         .map(|m| m.timestamp().useconds() as i64)
 }
 
-/// Wall clock, µs since the UNIX epoch.
-pub fn unix_now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
+pub use moq_media::clock::unix_now_us_i64 as unix_now_us;
 
 /// What a [`Watcher`] recorded.
 #[derive(Debug, Default, Clone)]

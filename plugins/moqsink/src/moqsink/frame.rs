@@ -3,7 +3,7 @@
 //! track is set up, what goes ahead of a frame in its object, and the session priority of
 //! a stream.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use moq_media::catalog::MediaFormat;
@@ -70,9 +70,4 @@ pub struct TrackSetup {
     pub epoch: u64,
 }
 
-/// The wall clock frames are stamped with on arrival: µs since the UNIX epoch.
-pub fn unix_now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
+pub use moq_media::clock::unix_now_us;

@@ -20,7 +20,7 @@ use moqt_common::lock;
 use moqt_common::renamed::{Deprecations, Renamed};
 use tokio::sync::{mpsc, watch};
 
-use super::receiver::{self, Control, EVENT_QUEUE, Event, Item, TrackFeed, unix_now_us};
+use super::receiver::{self, Control, EVENT_QUEUE, Event, Item, TrackFeed};
 use super::upstream::{Payload, ReceiverConfig, Server};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -586,7 +586,7 @@ impl MoqSrc {
                 .obj()
                 .current_running_time()
                 .map_or(0, |t| t.nseconds()),
-            unix_us: unix_now_us(),
+            unix_us: moq_media::clock::unix_now_us_i64(),
         }
     }
 

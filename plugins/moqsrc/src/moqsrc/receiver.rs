@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry, TrackRole};
+use moq_media::clock::unix_now_us_i64;
 use moq_media::hang::{self, HangReader};
 use moq_media::header::FrameHeader;
 use moq_session::{
@@ -182,13 +183,6 @@ impl Progress {
     }
 }
 
-/// The wall clock, µs since the UNIX epoch.
-pub fn unix_now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
-
 /// µs since `origin`, on the monotonic clock.
 fn micros_since(origin: Instant) -> u64 {
     u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -197,7 +191,7 @@ fn micros_since(origin: Instant) -> u64 {
 /// The wall clock at `instant`, µs since the UNIX epoch.
 pub fn unix_us_at(instant: Instant) -> i64 {
     let ago = i64::try_from(instant.elapsed().as_micros()).unwrap_or(i64::MAX);
-    unix_now_us().saturating_sub(ago)
+    unix_now_us_i64().saturating_sub(ago)
 }
 
 /// When [`stamp`] was last called.

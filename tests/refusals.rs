@@ -39,21 +39,6 @@ fn moqsrc(properties: &str) -> gst::Element {
     .upcast()
 }
 
-fn playbin(uri: &str) -> gst::Element {
-    let sink = || {
-        gst::ElementFactory::make("fakesink")
-            .property("sync", true)
-            .build()
-            .unwrap()
-    };
-    gst::ElementFactory::make("playbin")
-        .property("uri", uri)
-        .property("video-sink", sink())
-        .property("audio-sink", sink())
-        .build()
-        .unwrap()
-}
-
 /// Ended well before the retries would have given up.
 fn assert_at_once(took: Duration) {
     assert!(

@@ -250,6 +250,23 @@ pub fn wait_bus<T>(
     }
 }
 
+/// `playbin uri=URI` with fake sinks that sync: what a player application does.
+pub fn playbin(uri: &str) -> gst::Element {
+    init();
+    let sink = || {
+        gst::ElementFactory::make("fakesink")
+            .property("sync", true)
+            .build()
+            .unwrap()
+    };
+    gst::ElementFactory::make("playbin")
+        .property("uri", uri)
+        .property("video-sink", sink())
+        .property("audio-sink", sink())
+        .build()
+        .unwrap()
+}
+
 pub fn wait_eos(pipeline: &gst::Pipeline, timeout: Duration) -> Result<(), String> {
     let bus = pipeline.bus().expect("pipeline has a bus");
     wait_bus(&bus, timeout, |m| {

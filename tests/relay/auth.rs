@@ -169,6 +169,23 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
             took < Duration::from_secs(2),
             "{what}: refused after {took:?}"
         );
+        if what == "no token" {
+            // Through playbin too: the URI names the relay, and carries no token.
+            let player = playbin(&format!("{}?{pin}", relay.url("/demo/show")))
+                .downcast::<gst::Pipeline>()
+                .unwrap();
+            let started = Instant::now();
+            let _ = player.set_state(gst::State::Playing);
+            let err = wait_eos(&player, WAIT).expect_err("an error, not EOS");
+            let took = started.elapsed();
+            player.set_state(gst::State::Null).unwrap();
+            eprintln!("{what}, playbin: after {took:?}: {err}");
+            assert!(err.contains("set auth-token"), "playbin: {err}");
+            assert!(
+                took < Duration::from_secs(2),
+                "playbin: refused after {took:?}"
+            );
+        }
         let sender = Sender::through_relay(&properties.replace(" media-timeout=3000", ""));
         let bus = sender.pipeline.bus().unwrap();
         let err = wait_bus(&bus, WAIT, |_| None::<()>).expect_err("the publisher is refused");

@@ -509,14 +509,7 @@ fn tracks_of_codecs_moqsrc_does_not_carry_get_a_warning_and_no_pad() {
     video.finish();
     catalog.finish();
     wait_eos(&receiver.pipeline, WAIT).expect("the video plays to the end");
-    let warnings: Vec<String> = receiver
-        .messages
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.starts_with("warning"))
-        .cloned()
-        .collect();
+    let warnings = receiver.messages_where(|m| m.starts_with("warning"));
     eprintln!(
         "{} frames decoded; warnings {warnings:?}",
         receiver.decoded()

@@ -23,16 +23,6 @@ fn link_to(port: u16) -> linkem::Link {
     .expect("link starts")
 }
 
-/// The longest pause between frames output from `from` on.
-fn longest_pause(frames: &[ReceivedFrame], from: Duration) -> Duration {
-    frames
-        .windows(2)
-        .filter(|w| w[1].output_unix > from)
-        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
-        .max()
-        .unwrap_or_default()
-}
-
 /// Ten rebindings, two seconds of playing apart (mobile viewers change address more than
 /// once): every one is carried on the same connection.
 #[test]

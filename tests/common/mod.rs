@@ -180,6 +180,16 @@ pub struct EncodedAu {
     pub group: u64,
 }
 
+/// The longest pause between frames output from `from` (UNIX time) on.
+pub fn longest_pause(frames: &[ReceivedFrame], from: Duration) -> Duration {
+    frames
+        .windows(2)
+        .filter(|w| w[1].output_unix > from)
+        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
+        .max()
+        .unwrap_or_default()
+}
+
 /// Parses a pipeline description.
 pub fn launch(description: &str) -> gst::Pipeline {
     init();
@@ -626,6 +636,12 @@ impl Receiver {
             widths,
             messages,
         }
+    }
+
+    /// The bus messages recorded so far that `keep` selects.
+    pub fn messages_where(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let messages = self.messages.lock().unwrap();
+        messages.iter().filter(|m| keep(m)).cloned().collect()
     }
 
     pub fn frames(&self) -> Vec<ReceivedFrame> {

@@ -12,16 +12,7 @@ use gst::prelude::*;
 #[test]
 fn a_viewer_moves_off_a_draining_node_before_it_closes() {
     let root = Relay::start();
-    let mut leaf = Relay::start_with_args(&[
-        "--auth-public",
-        "anon/**",
-        "--cluster-connect",
-        &format!("moqt://127.0.0.1:{}/", root.port),
-        "--connect-tls-fingerprint",
-        &root.fingerprint,
-        "--drain-timeout",
-        "8s",
-    ]);
+    let mut leaf = Relay::start_in_cluster_with(&root, &["--drain-timeout", "8s"]);
     let sender = root.publisher("");
     wait_announced(&sender.sink);
     let viewer = leaf.subscriber(&format!(
@@ -39,12 +30,7 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
     let messages = viewer.messages.lock().unwrap().clone();
     viewer.pipeline.set_state(gst::State::Null).unwrap();
     let frames = viewer.frames();
-    let longest = frames
-        .windows(2)
-        .filter(|w| w[1].output_unix > draining)
-        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
-        .max()
-        .unwrap_or_default();
+    let longest = longest_pause(&frames, draining);
     let indices: Vec<u64> = frames.iter().map(|f| f.decode_index).collect();
     eprintln!(
         "{} frames; longest pause after the drain began {longest:?}; messages {messages:?}",
@@ -89,16 +75,7 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
 #[ignore = "flaky (moq-relay keeps a subscription on a dead cluster route until its idle timeout); run by pipelines/interop.sh"]
 fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     let root = Relay::start();
-    let mut leaf = Relay::start_with_args(&[
-        "--auth-public",
-        "anon/**",
-        "--cluster-connect",
-        &format!("moqt://127.0.0.1:{}/", root.port),
-        "--connect-tls-fingerprint",
-        &root.fingerprint,
-        "--drain-timeout",
-        "8s",
-    ]);
+    let mut leaf = Relay::start_in_cluster_with(&root, &["--drain-timeout", "8s"]);
     let sender = leaf.publisher(&format!(
         "backup-urls={}?tls-fingerprint={}",
         root.url(),
@@ -119,12 +96,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     viewer.pipeline.set_state(gst::State::Null).unwrap();
     sender.pipeline.set_state(gst::State::Null).unwrap();
     let frames = viewer.frames();
-    let longest = frames
-        .windows(2)
-        .filter(|w| w[1].output_unix > draining)
-        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
-        .max()
-        .unwrap_or_default();
+    let longest = longest_pause(&frames, draining);
     eprintln!(
         "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
         frames.len()

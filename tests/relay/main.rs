@@ -110,14 +110,22 @@ impl Relay {
 
     /// A node of `root`'s cluster, also open to anyone under `/anon`.
     fn start_in_cluster(root: &Relay) -> Relay {
-        Relay::start_with_args(&[
+        Relay::start_in_cluster_with(root, &[])
+    }
+
+    /// [`start_in_cluster`](Self::start_in_cluster) with `more` arguments.
+    fn start_in_cluster_with(root: &Relay, more: &[&str]) -> Relay {
+        let root_url = format!("moqt://127.0.0.1:{}/", root.port);
+        let mut args = vec![
             "--auth-public",
             "anon/**",
             "--cluster-connect",
-            &format!("moqt://127.0.0.1:{}/", root.port),
+            &root_url,
             "--connect-tls-fingerprint",
             &root.fingerprint,
-        ])
+        ];
+        args.extend_from_slice(more);
+        Relay::start_with_args(&args)
     }
 
     fn start_with_args(args: &[&str]) -> Relay {
@@ -250,14 +258,7 @@ fn assert_decodable(receiver: &Receiver, what: &str) {
         frames.iter().all(|f| f.availability.is_some()),
         "{what}: availability meta"
     );
-    let warnings: Vec<String> = receiver
-        .messages
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.starts_with("warning"))
-        .cloned()
-        .collect();
+    let warnings = receiver.messages_where(|m| m.starts_with("warning"));
     assert!(warnings.is_empty(), "{what}: {warnings:?}");
     // The decoder may still hold a few frames.
     let decoded = receiver.decoded();

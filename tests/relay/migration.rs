@@ -45,12 +45,7 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
     viewer.pipeline.set_state(gst::State::Null).unwrap();
     sender.pipeline.set_state(gst::State::Null).unwrap();
     let frames = viewer.frames();
-    let pause = frames
-        .windows(2)
-        .filter(|w| w[1].output_unix > rebound)
-        .map(|w| w[1].output_unix.saturating_sub(w[0].output_unix))
-        .max()
-        .unwrap_or_default();
+    let pause = longest_pause(&frames, rebound);
     eprintln!(
         "{REBINDS} rebindings in {took:?}; longest pause {pause:?}; viewer messages {messages:?}"
     );

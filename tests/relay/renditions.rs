@@ -160,14 +160,7 @@ fn follow_the_link_rate(other_on_lowest: bool) {
     let frames = viewer.frames();
     // (seconds since start, rendition) of every switch, from moqsrc's output: a switch
     // shows as a change of the decoded size.
-    let switches: Vec<String> = viewer
-        .messages
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.contains(" to="))
-        .cloned()
-        .collect();
+    let switches = viewer.messages_where(|m| m.contains(" to="));
     let mut sizes: Vec<(Duration, i32)> = Vec::new();
     let widths = viewer.widths.lock().unwrap().clone();
     for (frame, width) in frames.iter().zip(widths.iter()) {

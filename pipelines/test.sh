@@ -6,10 +6,8 @@ bash pipelines/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 # The benchmark report's figures (seconds; its quick run cannot show several repetitions).
 /usr/bin/python3 -m unittest discover -s tools/bench -p 'test_*.py'
-# Files of one crate that use each other: none in the media, player and element code;
-# moq-session's request modules still share the session's state with it.
+# Files of one crate that use each other: none allowed.
 /usr/bin/python3 tools/checks/import_circles.py \
-    --allow 'fetch <-> publish <-> session <-> subscribe' \
     crates/moq-session/src crates/moq-media/src crates/moq-player/src crates/h264/src plugins/*/src
 cargo build --workspace --all-targets --locked
 # The relay interop tests run against a real moq-relay (and moq-cli for its tokens).

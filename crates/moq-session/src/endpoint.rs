@@ -10,8 +10,9 @@ use tokio::sync::mpsc;
 
 use crate::congestion::CongestionControl;
 use crate::error::SessionError;
+use crate::inner::Session;
 use crate::scheduler::PublishLimits;
-use crate::session::{Session, SessionConfig};
+use crate::session::SessionConfig;
 use crate::tls::{ServerIdentity, Trust};
 use crate::track::{Broadcast, lock};
 use crate::url::MoqUrl;
@@ -39,7 +40,7 @@ const MEDIA_ACK_DELAY: Duration = Duration::from_millis(2);
 /// Bidirectional streams a peer may open at once: from draft-17 on each request is one, so
 /// as many requests as older drafts grant with MAX_REQUEST_ID, and a control stream and a
 /// draft-16 SUBSCRIBE_NAMESPACE stream beside them.
-const BIDI_STREAMS: u32 = crate::session::REQUEST_WINDOW as u32 + 2;
+const BIDI_STREAMS: u32 = crate::inner::REQUEST_WINDOW as u32 + 2;
 /// Handshakes a server has under way at once; more wait in the kernel or time out.
 const MAX_INCOMING: usize = 256;
 

@@ -15,7 +15,7 @@ use moq_wire::message::{
 };
 use tokio::sync::oneshot;
 
-use crate::session::Inner;
+use crate::inner::Inner;
 use crate::track::{Group, TrackShared, lock};
 
 /// What a FETCH asks for, resolved to one track: `start` inclusive, `end` one past the last

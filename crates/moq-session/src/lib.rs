@@ -23,8 +23,10 @@ mod error;
 pub mod estimate;
 mod feed;
 mod fetch;
+mod inner;
 mod publish;
 mod rate;
+mod received;
 mod relay;
 mod request_ids;
 pub mod scheduler;
@@ -40,11 +42,13 @@ pub use endpoint::{
     EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
 };
 pub use error::{Redirected, RequestError, SessionError};
+pub use inner::{Role, Session};
 pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
+pub use received::{Object, TrackEvent};
 pub use relay::{RelayEvent, RelayPublisher, RelayTarget};
 pub use scheduler::PublishLimits;
-pub use session::{Role, Session, SessionConfig};
-pub use subscribe::{Object, SubscribeOptions, Subscription, TrackEvent};
+pub use session::SessionConfig;
+pub use subscribe::{SubscribeOptions, Subscription};
 pub use track::{
     Broadcast, GroupWriter, Handoff, HandoffHook, Payload, Priority, SubscribeHook, TrackDelivery,
     TrackProducer, TrackStats,

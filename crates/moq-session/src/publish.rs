@@ -19,8 +19,8 @@ use tokio::task::JoinSet;
 
 use crate::feed::TrackFeed;
 use crate::fetch;
+use crate::inner::{Inner, REQUEST_WINDOW};
 use crate::scheduler::{Action, NewSubscription, PublishLimits, Scheduler, StreamKey, Transmit};
-use crate::session::{Inner, REQUEST_WINDOW};
 use crate::track::{ActiveGuard, TrackShared, lock};
 
 /// How long a finished stream may take to be acknowledged before PUBLISH_DONE goes anyway.
@@ -38,8 +38,8 @@ pub(crate) enum Command {
     Unsubscribe(u64),
 }
 
-/// The task's handle, owned by the session.
-#[derive(Debug)]
+/// The task's handle, owned by the session's control loop.
+#[derive(Debug, Clone)]
 pub(crate) struct Publisher {
     commands: mpsc::Sender<Command>,
     doorbell: Arc<Notify>,
@@ -65,7 +65,12 @@ impl Publisher {
 
 /// Handles the peer's SUBSCRIBE. `ordered`: it came on the control stream, after every
 /// message sent before it there (see [`after_the_earlier_one`] for one that did not).
-pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe, ordered: bool) {
+pub(crate) fn subscribe(
+    inner: &Arc<Inner>,
+    publisher: Option<&Publisher>,
+    msg: wire::Subscribe,
+    ordered: bool,
+) {
     let refuse = |code: u64, reason: String| {
         inner.send(ControlMessage::SubscribeError(wire::SubscribeError {
             request_id: msg.request_id,
@@ -74,7 +79,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe, ordered: bool)
         }));
         inner.request_completed();
     };
-    let (Some(broadcast), Some(publisher)) = (inner.publish.clone(), inner.publisher.get()) else {
+    let (Some(broadcast), Some(publisher)) = (inner.publish.clone(), publisher) else {
         return refuse(
             wire::subscribe_error::NOT_SUPPORTED,
             "this endpoint does not publish".into(),
@@ -105,7 +110,7 @@ pub(crate) fn subscribe(inner: &Arc<Inner>, msg: wire::Subscribe, ordered: bool)
         if state.serves(&msg.track_name) {
             if !ordered && state.deferred.insert(msg.request_id) {
                 drop(state);
-                tokio::spawn(after_the_earlier_one(inner.clone(), msg));
+                tokio::spawn(after_the_earlier_one(inner.clone(), publisher.clone(), msg));
                 return;
             }
             drop(state);
@@ -240,7 +245,7 @@ const OVERTAKE_GRACE: Duration = Duration::from_millis(500);
 /// Subscribes `msg` once the subscription of the same track it may have overtaken has
 /// ended, or refuses it as a duplicate after [`OVERTAKE_GRACE`]; nothing if the peer
 /// cancelled it meanwhile.
-async fn after_the_earlier_one(inner: Arc<Inner>, msg: wire::Subscribe) {
+async fn after_the_earlier_one(inner: Arc<Inner>, publisher: Publisher, msg: wire::Subscribe) {
     let mut changed = inner.changed.subscribe();
     let _ = tokio::time::timeout(OVERTAKE_GRACE, async {
         while lock(&inner.state).serves(&msg.track_name) {
@@ -251,12 +256,12 @@ async fn after_the_earlier_one(inner: Arc<Inner>, msg: wire::Subscribe) {
     })
     .await;
     if lock(&inner.state).deferred.remove(&msg.request_id) {
-        subscribe(&inner, msg, true);
+        subscribe(&inner, Some(&publisher), msg, true);
     }
 }
 
 /// Handles UNSUBSCRIBE: the task resets the subscription's streams and sends PUBLISH_DONE.
-pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
+pub(crate) fn unsubscribe(inner: &Inner, publisher: Option<&Publisher>, request_id: u64) {
     {
         let mut state = lock(&inner.state);
         // A SUBSCRIBE still waiting for an earlier one is dropped before it starts.
@@ -274,7 +279,7 @@ pub(crate) fn unsubscribe(inner: &Inner, request_id: u64) {
     }
     // A SUBSCRIBE of the same track may be waiting for this one to end.
     inner.notify();
-    if let Some(publisher) = inner.publisher.get() {
+    if let Some(publisher) = publisher {
         publisher.command(inner, Command::Unsubscribe(request_id));
     }
 }

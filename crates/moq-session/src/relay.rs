@@ -16,7 +16,8 @@ use tokio::task::JoinHandle;
 
 use crate::endpoint::connect;
 use crate::error::SessionError;
-use crate::session::{Session, SessionConfig};
+use crate::inner::Session;
+use crate::session::SessionConfig;
 use crate::tls::Trust;
 use crate::track::lock;
 use crate::url::MoqUrl;

@@ -19,15 +19,14 @@ use moq_wire::message::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{Redirected, RequestError, SessionError};
-use crate::session::{Inner, REPLY_TIMEOUT, Session};
+use crate::inner::{Inner, Outgoing, REPLY_TIMEOUT, Session};
+use crate::received::{Object, TrackEvent};
 use crate::track::lock;
 
 /// How long a data stream may wait for the SUBSCRIBE_OK that names its track alias.
 const ALIAS_WAIT: Duration = Duration::from_secs(2);
 /// How long after PUBLISH_DONE late streams may still arrive.
 const DONE_GRACE: Duration = Duration::from_secs(2);
-/// Bytes of received data a session holds between QUIC and the consumers of its objects.
-pub(crate) const RECEIVE_BUDGET: usize = 16 << 20;
 /// Largest object payload accepted: anything larger could never fit the budget.
 const MAX_OBJECT_SIZE: u64 = 8 << 20;
 /// Most bytes read from a stream at once.
@@ -54,53 +53,6 @@ impl Default for SubscribeOptions {
             filter: FilterType::NextGroupStart,
         }
     }
-}
-
-/// One object as received. Its bytes count against the session's receive budget until it
-/// is dropped (or [`Object::release`] is called).
-#[derive(Debug)]
-pub struct Object {
-    pub group: u64,
-    pub id: u64,
-    pub payload: Bytes,
-    /// When the last byte of the object arrived.
-    pub received: Instant,
-    budget: Option<OwnedSemaphorePermit>,
-}
-
-impl Object {
-    /// Returns the object's bytes to the receive budget now, for a consumer that keeps the
-    /// payload elsewhere under its own bound.
-    pub fn release(&mut self) {
-        self.budget = None;
-    }
-}
-
-#[derive(Debug)]
-pub enum TrackEvent {
-    Object(Object),
-    /// A group's stream ended: `complete` when it ended with FIN, not a reset.
-    GroupEnd {
-        group: u64,
-        complete: bool,
-    },
-    /// The publisher is done (PUBLISH_DONE) and every stream it announced was processed.
-    Ended {
-        status: u64,
-        reason: String,
-    },
-}
-
-/// Our subscription, as the session sees it.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    events: mpsc::Sender<TrackEvent>,
-    /// Groups below this are no longer wanted: their streams get STOP_SENDING.
-    stop_before: watch::Sender<u64>,
-    reply: Option<oneshot::Sender<Result<wire::SubscribeOk, SessionError>>>,
-    streams_open: u64,
-    streams_done: u64,
-    done: Option<(u64, u64, String)>,
 }
 
 /// A live subscription. Dropping it unsubscribes.

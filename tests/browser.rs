@@ -17,7 +17,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -40,24 +40,15 @@ const MOQ_EPOCH_UNIX_MS: f64 = 1_577_836_800_000.0;
 /// The runner's exit status when Chromium cannot start (tools/browser/watch.mjs).
 const CHROMIUM_CANNOT_START: i32 = 3;
 
-/// A port free for both UDP (QUIC) and TCP (the relay's HTTP side) on 127.0.0.1. The only
-/// port the tests choose before a server binds it: the web player reaches the certificate's
-/// hash and WebTransport at one host:port, and moq-relay cannot be asked to pick one number
-/// for both protocols itself. Tried again should another process take it first.
-fn free_port_pair() -> u16 {
-    (0..50)
-        .filter_map(|_| {
-            UdpSocket::bind("127.0.0.1:0")
-                .and_then(|s| s.local_addr())
-                .ok()
-        })
-        .map(|a| a.port())
-        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a port free for UDP and TCP")
-}
-
-/// moq-relay on 127.0.0.1, QUIC and HTTP on one port number, with a certificate of its own
-/// that WebTransport accepts by hash (ECDSA, valid for two weeks).
+/// moq-relay on 127.0.0.1, with a certificate of its own that WebTransport accepts by hash
+/// (ECDSA, valid for two weeks).
+///
+/// The web player reaches the certificate's hash (HTTP) and WebTransport (QUIC) at one
+/// host:port, while moq-relay binds the two listeners apart. So the test holds a TCP
+/// listener on a port the system picked, starts the relay's QUIC listener on the same number
+/// (UDP) and its HTTP listener on a port the relay picks, and forwards TCP from one to the
+/// other. Nothing is bound and let go: a UDP number another process holds makes the relay
+/// fail to start, and the next number is tried.
 struct WebRelay {
     child: Child,
     port: u16,
@@ -66,38 +57,80 @@ struct WebRelay {
 
 impl WebRelay {
     fn start() -> WebRelay {
-        let port = free_port_pair();
-        let listen = format!("127.0.0.1:{port}");
-        let child = Command::new(relay_binary())
-            .args(["--listen", &listen, "--web-http-listen", &listen])
+        for _ in 0..5 {
+            let front = TcpListener::bind("127.0.0.1:0").expect("a TCP port on 127.0.0.1");
+            let port = front.local_addr().expect("its address").port();
+            let Some((child, http)) = Self::spawn(port) else {
+                continue;
+            };
+            forward(front, http);
+            let mut relay = WebRelay {
+                child,
+                port,
+                fingerprint: String::new(),
+            };
+            let deadline = Instant::now() + WAIT;
+            relay.fingerprint = loop {
+                if let Some(fp) = http_get(port, "/certificate.sha256").and_then(|body| {
+                    body.split_whitespace()
+                        .find(|t| t.len() == 64 && t.chars().all(|c| c.is_ascii_hexdigit()))
+                        .map(str::to_owned)
+                }) {
+                    break fp;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "moq-relay did not serve its certificate's hash"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            return relay;
+        }
+        panic!("moq-relay could not listen on any of five UDP ports picked for it");
+    }
+
+    /// moq-relay with QUIC on UDP `port` and HTTP where it likes; the HTTP port, once it said
+    /// where both listen. `None` when it exited first (the UDP port is taken).
+    fn spawn(port: u16) -> Option<(Child, u16)> {
+        let mut child = Command::new(relay_binary())
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--web-http-listen", "127.0.0.1:0"])
             .args(["--listen-tls-generate", "localhost,127.0.0.1"])
             .args(["--auth-public", "anon/**", "--iroh-enabled=false"])
             .args(["--log-level", "warn"])
+            .env("RUST_LOG", "moq_relay::relay=info,moq_relay::web=info")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("moq-relay starts");
-        let mut relay = WebRelay {
-            child,
-            port,
-            fingerprint: String::new(),
-        };
-        let deadline = Instant::now() + WAIT;
-        relay.fingerprint = loop {
-            if let Some(fp) = http_get(port, "/certificate.sha256").and_then(|body| {
-                body.split_whitespace()
-                    .find(|t| t.len() == 64 && t.chars().all(|c| c.is_ascii_hexdigit()))
-                    .map(str::to_owned)
-            }) {
-                break fp;
+        let log = child.stderr.take().expect("moq-relay's log");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(log).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
             }
-            assert!(
-                Instant::now() < deadline,
-                "moq-relay did not serve its certificate's hash"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        relay
+        });
+        let deadline = Instant::now() + WAIT;
+        let (mut quic, mut http) = (None, None);
+        while quic.is_none() || http.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            };
+            quic = quic.or(relay_listen_port(&line, "quic"));
+            http = http.or(relay_listen_port(&line, "http"));
+        }
+        assert_eq!(
+            quic,
+            Some(port),
+            "moq-relay's QUIC listener is where it was asked"
+        );
+        // The rest of its log is read and dropped.
+        std::thread::spawn(move || for _ in rx {});
+        http.map(|http| (child, http))
     }
 
     /// Where the page connects: `http://` makes the player fetch the certificate's hash.
@@ -118,6 +151,30 @@ impl Drop for WebRelay {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Forwards every connection `front` accepts to 127.0.0.1:`port`, both ways, for as long
+/// as the test runs.
+fn forward(front: TcpListener, port: u16) {
+    std::thread::spawn(move || {
+        for client in front.incoming().map_while(Result::ok) {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone(), server.try_clone()),
+                (server.try_clone(), client.try_clone()),
+            ]
+            .into_iter()
+            .filter_map(|(from, to)| Some((from.ok()?, to.ok()?)))
+            {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    });
 }
 
 /// The body of `GET path` from 127.0.0.1:`port` when it answers 200.

@@ -812,6 +812,35 @@ pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
     );
 }
 
+/// The port in moq-relay's `listening addr=HOST:PORT kind="KIND"` log line (`quic`, `http`):
+/// where it bound a listener it was asked to bind on port 0.
+pub fn relay_listen_port(line: &str, kind: &str) -> Option<u16> {
+    let line = strip_ansi(line);
+    if !line.contains("listening") || !line.contains(&format!("kind=\"{kind}\"")) {
+        return None;
+    }
+    let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
+    addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port())
+}
+
+/// `text` without terminal colour sequences (ESC [ … m).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// moq-relay for the tests that run one: `MOQ_RELAY`, `PATH`, or where
 /// pipelines/install-moq-relay.sh puts it.
 pub fn relay_binary() -> std::path::PathBuf {

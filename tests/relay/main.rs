@@ -29,7 +29,6 @@ mod publish_play;
 mod renditions;
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -62,34 +61,6 @@ fn count_messages(pipeline: &gst::Pipeline, name: &'static str) -> Arc<Mutex<usi
         gst::BusSyncReply::Pass
     });
     counted
-}
-
-/// The port in moq-relay's "listening addr=HOST:PORT kind=\"quic\"" log line.
-fn quic_listen_port(line: &str) -> Option<u16> {
-    let line: String = strip_ansi(line);
-    if !line.contains("listening") || !line.contains("kind=\"quic\"") {
-        return None;
-    }
-    let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
-    addr.parse::<SocketAddr>().ok().map(|a| a.port())
-}
-
-/// `text` without terminal colour sequences (ESC [ … m).
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A moq-relay on 127.0.0.1 with its own self-signed certificate.
@@ -173,7 +144,7 @@ impl Relay {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(log).lines().map_while(Result::ok) {
-                if let Some(port) = quic_listen_port(&line)
+                if let Some(port) = relay_listen_port(&line, "quic")
                     && let Some(tx) = tx.take()
                 {
                     let _ = tx.send(port);

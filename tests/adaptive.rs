@@ -238,11 +238,20 @@ fn with_two_subscribers_the_slower_path_sets_the_rate() {
         .filter(|(t, _)| *t >= 10.0)
         .map(|(_, k)| *k)
         .collect();
-    eprintln!("encoder from 10 s on (kbit/s): {late:?}");
+    let stats: gst::Structure = sink.property("stats");
+    let output = stats.get::<u64>("encoder-output-bitrate").unwrap_or(0);
+    eprintln!("encoder target from 10 s on (kbit/s): {late:?}; its output now {output} bit/s");
     assert!(!late.is_empty());
+    // The target is the goal over the encoder's measured ratio (x264 undershoots), so it
+    // may sit a little above the path whose rate the output follows; the faster path would
+    // put it near 1500.
     assert!(
-        late.iter().all(|k| *k < 400),
-        "above the slower 400 kbit/s path"
+        late.iter().all(|k| *k < 600),
+        "the target follows the faster path: {late:?}"
+    );
+    assert!(
+        output > 0 && output < 400_000,
+        "the encoder's output ({output} bit/s) does not fit the slower 400 kbit/s path"
     );
     for r in &receivers {
         assert!(r.frames().len() > 200, "both subscribers play");

@@ -1,5 +1,6 @@
 //! Failures a retry cannot heal end at once, through moqsrc and playbin alike, with the
-//! cause and the fix in the message: an untrusted certificate, a draft the server lacks.
+//! cause and the fix in the message: an untrusted certificate, a draft the server lacks, a
+//! broadcast that does not exist.
 //! A `moqt://` URI carries the connection settings a user would otherwise set as
 //! properties (`tls-insecure`, `versions`).
 
@@ -85,6 +86,29 @@ fn a_draft_the_server_lacks_ends_at_once_naming_both_lists() {
         assert!(error.contains("versions"), "{error}");
         assert_at_once(took);
     }
+}
+
+/// A name a moqsink does not publish ends after a moment, not after `media-timeout`; the
+/// broadcast it does publish plays. (A relay's "no such broadcast" is waited for: see the
+/// relay suite's viewer started before its publisher.)
+#[test]
+fn a_broadcast_that_does_not_exist_ends_at_once_naming_it() {
+    let sender = Sender::start("");
+    let fingerprint = sender.fingerprint();
+    let wrong = sender.url().replace("/live", "/elsewhere");
+    for pipeline in [
+        moqsrc(&format!("url={wrong} tls-fingerprint={fingerprint}")),
+        playbin(&format!("{wrong}?tls-fingerprint={fingerprint}")),
+    ] {
+        let (error, took) = first_error(&pipeline);
+        assert!(error.contains("no broadcast \"elsewhere\""), "{error}");
+        assert!(error.contains("check namespace"), "{error}");
+        assert_at_once(took);
+    }
+    let receiver = Receiver::of(&sender);
+    receiver
+        .wait_frames(24, WAIT)
+        .expect("the broadcast that exists plays");
 }
 
 #[test]

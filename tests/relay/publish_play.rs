@@ -1,5 +1,8 @@
 //! Publishing and playing through the relay: one URL on both ends, several subscribers
-//! and a late joiner, the hang format, the end of a stream, the draft in use.
+//! and a late joiner, a viewer before its publisher, the hang format, the end of a stream,
+//! the draft in use.
+
+use std::time::Duration;
 
 use crate::common::*;
 use crate::{Relay, assert_decodable, ours};
@@ -49,6 +52,20 @@ fn two_subscribers_and_a_late_joiner_through_the_relay() {
 
 /// moq-dev's format through moq-relay: the relay reads our catalog.json and frames as it
 /// does moq-gst's, and our moqsrc plays them to the end.
+/// The relay has no such broadcast while the viewer starts: not an error, since its
+/// publisher may come later (unlike a moqsink's answer for a name it does not publish).
+#[test]
+fn a_viewer_started_before_its_publisher_plays_once_it_comes() {
+    let relay = Relay::start();
+    let viewer = relay.subscriber("");
+    // How late the publisher is: past the moment a missing broadcast would be an error.
+    std::thread::sleep(Duration::from_secs(2));
+    let _sender = relay.publisher("");
+    viewer
+        .wait_frames(24, WAIT)
+        .expect("plays once the publisher comes");
+}
+
 #[test]
 fn the_hang_format_plays_through_the_relay() {
     let relay = Relay::start();

@@ -105,6 +105,12 @@ impl SessionError {
         }
     }
 
+    /// The peer says the track (or its broadcast) does not exist.
+    pub fn is_missing(&self) -> bool {
+        use moq_wire::message::subscribe_error;
+        matches!(self, SessionError::Request(refused) if refused.code == subscribe_error::TRACK_DOES_NOT_EXIST)
+    }
+
     /// What to do about a refusal, for the error message a user reads.
     pub fn advice(&self) -> Option<&'static str> {
         use moq_wire::message::session_error;

@@ -155,6 +155,8 @@ pub(crate) struct Inner {
     pub receive_budget: Arc<Semaphore>,
     /// The connection's path estimator, fed by its congestion controller.
     pub estimator: Option<SharedEstimator>,
+    /// What the peer's SETUP named as its implementation.
+    pub peer_implementation: Option<String>,
 }
 
 /// Our subscription, as the session sees it.
@@ -178,6 +180,7 @@ impl Inner {
         publish: Option<Broadcast>,
         (peer_max_request_id, peer_ids): (u64, PeerRequestIds),
         control: mpsc::Sender<Outbound>,
+        peer_implementation: Option<String>,
     ) -> Inner {
         Inner {
             estimator: estimator_of(&conn),
@@ -190,6 +193,7 @@ impl Inner {
             control,
             changed: watch::channel(0).0,
             receive_budget: Arc::new(Semaphore::new(RECEIVE_BUDGET)),
+            peer_implementation,
         }
     }
 

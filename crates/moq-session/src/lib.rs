@@ -47,7 +47,7 @@ pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use received::{Object, TrackEvent};
 pub use relay::{RelayEvent, RelayPublisher, RelayTarget};
 pub use scheduler::PublishLimits;
-pub use session::SessionConfig;
+pub use session::{IMPLEMENTATION, SessionConfig};
 pub use subscribe::{SubscribeOptions, Subscription};
 pub use track::{
     Broadcast, GroupWriter, Handoff, HandoffHook, Payload, Priority, SubscribeHook, TrackDelivery,

@@ -164,6 +164,13 @@ impl Session {
                 return Err(err);
             }
         };
+        let peer_implementation = match &established.peer_setup {
+            ControlMessage::ClientSetup(ClientSetup { params, .. })
+            | ControlMessage::ServerSetup(ServerSetup { params, .. }) => params
+                .get_bytes(setup_param::MOQT_IMPLEMENTATION)
+                .map(|name| String::from_utf8_lossy(name).into_owned()),
+            _ => None,
+        };
         let Established {
             send, mut reader, ..
         } = established;
@@ -174,6 +181,7 @@ impl Session {
             config.publish,
             (peer_max, peer_ids),
             control_tx.clone(),
+            peer_implementation,
         ));
         // The scheduler serving the peer's subscriptions, when we publish.
         let publisher = inner
@@ -209,6 +217,19 @@ impl Session {
         tokio::spawn(run(inner.clone(), inbound_rx, publisher));
         tokio::spawn(subscribe::accept_data_streams(inner.clone()));
         Ok(Session::new(inner))
+    }
+
+    /// What the peer's SETUP named as its implementation (MOQT_IMPLEMENTATION), if it did.
+    pub fn peer_implementation(&self) -> Option<&str> {
+        self.inner.peer_implementation.as_deref()
+    }
+
+    /// The peer is a moqsink or moqsrc: as a server, a moqsink publishing only its own
+    /// broadcast, so what it says does not exist will not appear later (a relay's may).
+    pub fn peer_is_ours(&self) -> bool {
+        self.peer_implementation()
+            .and_then(|name| name.split('/').next())
+            .is_some_and(|name| name == IMPLEMENTATION)
     }
 
     /// The draft of MoQ Transport the session speaks.
@@ -305,8 +326,11 @@ impl Session {
     }
 }
 
+/// What our SETUP names as its implementation, before a slash and the version.
+pub const IMPLEMENTATION: &str = "moqsink-moqsrc";
+
 fn implementation() -> Vec<u8> {
-    format!("moqsink-moqsrc/{}", env!("CARGO_PKG_VERSION")).into_bytes()
+    format!("{IMPLEMENTATION}/{}", env!("CARGO_PKG_VERSION")).into_bytes()
 }
 
 /// What the peer may use for its requests: a window of Request IDs granted with

@@ -33,6 +33,9 @@ use super::upstream::{Payload, ReceiverConfig, Server, subscribe, subscribe_from
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a broadcast the server does not know is asked for again before that is an
+/// error, when none has played yet.
+const MISSING_GRACE: Duration = Duration::from_secs(1);
 /// A handshake that has not completed by then is restarted: QUIC backs off its Initial
 /// retransmissions, so a fresh attempt finds a returning server sooner.
 const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
@@ -131,6 +134,24 @@ struct Lost {
     had_media: bool,
     /// The server refused us for good (e.g. a missing or wrong token): no retries.
     refused: bool,
+    /// The server says the broadcast does not exist, and it is the broadcast's publisher.
+    missing: bool,
+}
+
+/// Why a session that was set up ended early.
+struct Failure {
+    reason: String,
+    /// The server says the broadcast does not exist, and it is the broadcast's publisher.
+    missing: bool,
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Failure {
+        Failure {
+            reason,
+            missing: false,
+        }
+    }
 }
 
 /// The receiver's state across sessions.
@@ -256,7 +277,11 @@ pub async fn run(
         if controls.borrow().paused {
             progress.media_arrived();
         }
-        if lost.refused {
+        // A broadcast that was never played and still is not there after a moment (an
+        // announcement takes that to cross a cluster) is a wrong name, not a restart.
+        let missing_for_good =
+            lost.missing && progress.sessions == 0 && origin.elapsed() >= MISSING_GRACE;
+        if lost.refused || missing_for_good {
             rotation.refuse();
         }
         let Some(next) = rotation.advance() else {
@@ -361,10 +386,11 @@ async fn receive(
         &mut had_media,
     )
     .await
-    .map_err(|reason| Lost {
-        reason,
+    .map_err(|failure| Lost {
+        reason: failure.reason,
         had_media,
         refused: session.close_reason().is_some_and(|e| e.is_refusal()),
+        missing: failure.missing,
     })
 }
 
@@ -376,6 +402,7 @@ fn not_connected(config: &ReceiverConfig, err: SessionError) -> Lost {
         },
         had_media: false,
         refused: err.is_refusal(),
+        missing: false,
     }
 }
 
@@ -386,7 +413,7 @@ async fn receive_session(
     progress: &mut Progress,
     session: &mut Session,
     had_media: &mut bool,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let namespace = config.server.namespace.clone();
     let path = namespace.to_path();
     let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.server.url);
@@ -402,7 +429,27 @@ async fn receive_session(
         catalog_subscription(CATALOG_TRACKS[1])
     );
     let mut catalog_subs = match (native, hang) {
-        (Err(e), Err(_)) => return Err(fail(&format!("the catalog of namespace {path:?}"), e)),
+        (Err(native), Err(hang)) if native.is_missing() && hang.is_missing() => {
+            // A moqsink publishes one broadcast for good; a relay may have it later.
+            let missing = session.peer_is_ours();
+            let url = &config.server.url;
+            return Err(Failure {
+                reason: if missing {
+                    format!(
+                        "{url}: no broadcast {path:?} there ({native}): check namespace (a URI's path)"
+                    )
+                } else {
+                    format!(
+                        "{url}: no broadcast {path:?} there yet ({native}): check namespace (a \
+                         URI's path), or start its publisher"
+                    )
+                },
+                missing,
+            });
+        }
+        (Err(e), Err(_)) => {
+            return Err(fail(&format!("the catalog of namespace {path:?}"), e).into());
+        }
         (native, hang) => [native.ok(), hang.ok()],
     };
     // The tracks the catalog will most likely list are subscribed before it arrives, so

@@ -1,6 +1,6 @@
 //! Failures a retry cannot heal end at once, through moqsrc and playbin alike, with the
 //! cause and the fix in the message: an untrusted certificate, a draft the server lacks, a
-//! broadcast that does not exist.
+//! broadcast or track that does not exist.
 //! A `moqt://` URI carries the connection settings a user would otherwise set as
 //! properties (`tls-insecure`, `versions`).
 
@@ -88,11 +88,11 @@ fn a_draft_the_server_lacks_ends_at_once_naming_both_lists() {
     }
 }
 
-/// A name a moqsink does not publish ends after a moment, not after `media-timeout`; the
-/// broadcast it does publish plays. (A relay's "no such broadcast" is waited for: see the
-/// relay suite's viewer started before its publisher.)
+/// A name a moqsink does not publish, or a track its catalog lacks, ends after a moment,
+/// not after `media-timeout`; the broadcast it does publish plays. (A relay's "no such
+/// broadcast" is waited for: see the relay suite's viewer started before its publisher.)
 #[test]
-fn a_broadcast_that_does_not_exist_ends_at_once_naming_it() {
+fn a_broadcast_or_track_that_does_not_exist_ends_at_once_naming_it() {
     let sender = Sender::start("");
     let fingerprint = sender.fingerprint();
     let wrong = sender.url().replace("/live", "/elsewhere");
@@ -101,10 +101,20 @@ fn a_broadcast_that_does_not_exist_ends_at_once_naming_it() {
         playbin(&format!("{wrong}?tls-fingerprint={fingerprint}")),
     ] {
         let (error, took) = first_error(&pipeline);
-        assert!(error.contains("no broadcast \"elsewhere\""), "{error}");
+        assert!(
+            error.contains("namespace \"elsewhere\" is not published"),
+            "{error}"
+        );
         assert!(error.contains("check namespace"), "{error}");
         assert_at_once(took);
     }
+    // A track asked for by name that the catalog lacks.
+    let (error, took) = first_error(&moqsrc(&format!(
+        "url={} tls-fingerprint={fingerprint} video-track=nope",
+        sender.url()
+    )));
+    assert!(error.contains("no video track \"nope\""), "{error}");
+    assert_at_once(took);
     let receiver = Receiver::of(&sender);
     receiver
         .wait_frames(24, WAIT)

@@ -3,6 +3,29 @@
 pub use moq_media::catalog::MediaKind;
 use moq_media::catalog::{Catalog, Codec, Container, TrackEntry, TrackKind};
 
+/// Why a catalog offers nothing to play as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectError {
+    pub reason: String,
+    /// A track asked for by name is not in the catalog.
+    pub missing: bool,
+}
+
+impl std::fmt::Display for SelectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl SelectError {
+    fn new(reason: String) -> SelectError {
+        SelectError {
+            reason,
+            missing: false,
+        }
+    }
+}
+
 /// Which track of a kind to play (the `video-track` / `audio-track` properties).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Choice {
@@ -59,7 +82,7 @@ pub struct Selection {
 
 /// Picks the tracks `prefs` ask for from `catalog`. A named track that is missing or
 /// unplayable, or nothing to play at all, is an error naming what is wrong.
-pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, String> {
+pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, SelectError> {
     let mut selection = Selection::default();
     for t in &catalog.tracks {
         if matches!(t.kind, TrackKind::Video | TrackKind::Audio) && t.known_codec().is_none() {
@@ -82,13 +105,16 @@ pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, String
                 let entry = catalog
                     .track(name)
                     .filter(|t| t.kind == kind.track_kind())
-                    .ok_or_else(|| format!("no {} track {name:?} in the catalog", kind.prefix()))?;
+                    .ok_or_else(|| SelectError {
+                        reason: format!("no {} track {name:?} in the catalog", kind.prefix()),
+                        missing: true,
+                    })?;
                 if !playable(&entry) {
-                    return Err(format!(
+                    return Err(SelectError::new(format!(
                         "{} track {name:?} has codec {:?}, which moqsrc does not carry",
                         kind.prefix(),
                         entry.codec.as_deref().unwrap_or("")
-                    ));
+                    )));
                 }
                 Some(entry)
             }
@@ -103,7 +129,9 @@ pub fn select(catalog: &Catalog, prefs: &TrackPrefs) -> Result<Selection, String
         }
     }
     if selection.tracks.is_empty() {
-        return Err("the catalog has no track moqsrc can play".into());
+        return Err(SelectError::new(
+            "the catalog has no track moqsrc can play".into(),
+        ));
     }
     Ok(selection)
 }
@@ -180,17 +208,19 @@ mod tests {
             video: Choice::Named("camera".into()),
             ..TrackPrefs::default()
         };
-        assert!(select(&c, &missing).unwrap_err().contains("camera"));
+        let err = select(&c, &missing).unwrap_err();
+        assert!(err.missing && err.reason.contains("camera"), "{err:?}");
         let wrong_kind = TrackPrefs {
             video: Choice::Named("aac".into()),
             ..TrackPrefs::default()
         };
-        assert!(select(&c, &wrong_kind).is_err());
+        assert!(select(&c, &wrong_kind).unwrap_err().missing);
         let unplayable = TrackPrefs {
             audio: Choice::Named("flac".into()),
             ..TrackPrefs::default()
         };
-        assert!(select(&c, &unplayable).unwrap_err().contains("flac"));
+        let err = select(&c, &unplayable).unwrap_err();
+        assert!(!err.missing && err.reason.contains("flac"), "{err:?}");
         let nothing = TrackPrefs {
             video: Choice::Off,
             audio: Choice::Off,

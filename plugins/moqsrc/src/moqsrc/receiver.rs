@@ -134,14 +134,15 @@ struct Lost {
     had_media: bool,
     /// The server refused us for good (e.g. a missing or wrong token): no retries.
     refused: bool,
-    /// The server says the broadcast does not exist, and it is the broadcast's publisher.
+    /// What was asked for does not exist: a broadcast its would-be publisher says it does
+    /// not publish, or a track asked for by name that the catalog lacks.
     missing: bool,
 }
 
 /// Why a session that was set up ended early.
 struct Failure {
     reason: String,
-    /// The server says the broadcast does not exist, and it is the broadcast's publisher.
+    /// What was asked for does not exist (see [`Lost::missing`]).
     missing: bool,
 }
 
@@ -277,8 +278,8 @@ pub async fn run(
         if controls.borrow().paused {
             progress.media_arrived();
         }
-        // A broadcast that was never played and still is not there after a moment (an
-        // announcement takes that to cross a cluster) is a wrong name, not a restart.
+        // What was never played and still is not there after a moment (a publisher
+        // starting up, a catalog being completed) is a wrong name, not a restart.
         let missing_for_good =
             lost.missing && progress.sessions == 0 && origin.elapsed() >= MISSING_GRACE;
         if lost.refused || missing_for_good {
@@ -436,12 +437,13 @@ async fn receive_session(
             return Err(Failure {
                 reason: if missing {
                     format!(
-                        "{url}: no broadcast {path:?} there ({native}): check namespace (a URI's path)"
+                        "{url}: namespace {path:?} is not published there ({native}): check \
+                         namespace (a URI's path)"
                     )
                 } else {
                     format!(
-                        "{url}: no broadcast {path:?} there yet ({native}): check namespace (a \
-                         URI's path), or start its publisher"
+                        "{url}: namespace {path:?} is not published there yet ({native}): \
+                         check namespace (a URI's path), or start its publisher"
                     )
                 },
                 missing,
@@ -501,8 +503,10 @@ async fn receive_session(
             // Resumed at the live edge: the old timeline means nothing.
             progress.reset().await;
         }
-        let selection = select::select(&feed.current, &config.prefs)
-            .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
+        let selection = select::select(&feed.current, &config.prefs).map_err(|e| Failure {
+            reason: format!("{}: namespace {path:?}: {e}", config.server.url),
+            missing: e.missing,
+        })?;
         progress.epoch += 1;
         let mut round = JoinSet::new();
         let mut movers = Vec::new();
@@ -566,16 +570,17 @@ async fn offer_tracks(
     events: &mpsc::Sender<Event>,
     progress: &mut Progress,
     catalog: &Catalog,
-) -> Result<bool, String> {
+) -> Result<bool, Failure> {
     if events.send(Event::Catalog(catalog.clone())).await.is_err() {
         return Ok(false);
     }
-    let selection = select::select(catalog, &config.prefs).map_err(|e| {
-        format!(
+    let selection = select::select(catalog, &config.prefs).map_err(|e| Failure {
+        reason: format!(
             "{}: namespace {:?}: {e}",
             config.server.url,
             config.server.namespace.to_path()
-        )
+        ),
+        missing: e.missing,
     })?;
     for (name, codec) in selection.unplayable {
         if !progress.unplayable.contains(&name) {
@@ -835,7 +840,10 @@ async fn play(
                         let known: Vec<String> =
                             progress.outputs.iter().map(|(t, _)| t.name.clone()).collect();
                         feed.current = update.clone();
-                        if !offer_tracks(config, events, progress, &update).await? {
+                        if !offer_tracks(config, events, progress, &update)
+                            .await
+                            .map_err(|failure| failure.reason)?
+                        {
                             return Ok(true);
                         }
                         // Tracks the update added play from now on.

@@ -27,11 +27,13 @@ mod moq_gst;
 mod outages;
 mod publish_play;
 mod renditions;
+mod rolling;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use common::*;
 use gst::prelude::*;
@@ -180,6 +182,22 @@ impl Relay {
                 .expect("kill runs");
             assert!(status.success(), "SIGTERM sent to moq-relay");
         }
+    }
+
+    /// Whether the relay exited within `within` (after [`terminate`](Self::terminate)).
+    fn exited(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while let Some(child) = &mut self.child {
+            if child.try_wait().ok().flatten().is_some() {
+                self.child = None;
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
     }
 
     fn url(&self) -> String {

@@ -44,30 +44,24 @@ impl JwtRelay {
             .status()
             .expect("moq auth generate runs");
         assert!(status.success(), "moq auth generate");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // On a unix socket in the scratch directory: no port to choose.
+        let socket = dir.join("auth.sock");
         let auth = Command::new(moq_cli())
-            .args([
-                "auth",
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--key",
-            ])
+            .args(["auth", "serve", "--listen"])
+            .arg(format!("unix:{}", socket.display()))
+            .arg("--key")
             .arg(&key)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("moq auth serve starts");
         let deadline = Instant::now() + WAIT;
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "moq auth serve did not listen");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let relay = Relay::start_with_args(&["--auth-url", &format!("http://127.0.0.1:{port}")]);
+        let relay =
+            Relay::start_with_args(&["--auth-url", &format!("unix://{}", socket.display())]);
         JwtRelay { relay, auth, dir }
     }
 

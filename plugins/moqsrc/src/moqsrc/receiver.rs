@@ -33,8 +33,8 @@ use super::upstream::{Payload, ReceiverConfig, Server, subscribe, subscribe_from
 
 /// Delay between connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
-/// How long a broadcast the server does not know is asked for again before that is an
-/// error, when none has played yet.
+/// How long what the publisher says does not exist (its broadcast, a track named by the
+/// user) is asked for again before that is an error, when nothing has played yet.
 const MISSING_GRACE: Duration = Duration::from_secs(1);
 /// A handshake that has not completed by then is restarted: QUIC backs off its Initial
 /// retransmissions, so a fresh attempt finds a returning server sooner.

@@ -92,45 +92,25 @@ impl WebRelay {
     /// moq-relay with QUIC on UDP `port` and HTTP where it likes; the HTTP port, once it said
     /// where both listen. `None` when it exited first (the UDP port is taken).
     fn spawn(port: u16) -> Option<(Child, u16)> {
-        let mut child = Command::new(relay_binary())
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--web-http-listen", "127.0.0.1:0"])
-            .args(["--listen-tls-generate", "localhost,127.0.0.1"])
-            .args(["--auth-public", "anon/**", "--iroh-enabled=false"])
-            .args(["--log-level", "warn"])
-            .env("RUST_LOG", "moq_relay::relay=info,moq_relay::web=info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("moq-relay starts");
-        let log = child.stderr.take().expect("moq-relay's log");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(log).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + WAIT;
-        let (mut quic, mut http) = (None, None);
-        while quic.is_none() || http.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(line) = rx.recv_timeout(left) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            };
-            quic = quic.or(relay_listen_port(&line, "quic"));
-            http = http.or(relay_listen_port(&line, "http"));
-        }
+        let args: Vec<std::ffi::OsString> = [
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--web-http-listen",
+            "127.0.0.1:0",
+            "--listen-tls-generate",
+            "localhost,127.0.0.1",
+            "--auth-public",
+            "anon/**",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let (child, ports) = start_relay(&args, &["quic", "http"])?;
         assert_eq!(
-            quic,
-            Some(port),
+            ports[0], port,
             "moq-relay's QUIC listener is where it was asked"
         );
-        // The rest of its log is read and dropped.
-        std::thread::spawn(move || for _ in rx {});
-        http.map(|http| (child, http))
+        Some((child, ports[1]))
     }
 
     /// Where the page connects: `http://` makes the player fetch the certificate's hash.

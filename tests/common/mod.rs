@@ -812,9 +812,52 @@ pub fn assert_complete_hang_delivery(sent: &[SentAu], receiver: &Receiver) {
     );
 }
 
+/// Starts moq-relay with `args` (its own: where to listen, TLS, auth, cluster) and reads
+/// from its log where it bound each of `kinds` (`quic`, `http`): the child and the ports in
+/// that order, or `None` when it exited or said nothing for [`WAIT`] (a port it was given
+/// is taken). The rest of its log, warnings only, is read and dropped.
+pub fn start_relay(
+    args: &[std::ffi::OsString],
+    kinds: &[&str],
+) -> Option<(std::process::Child, Vec<u16>)> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(relay_binary())
+        .args(args)
+        .args(["--iroh-enabled=false", "--log-level", "warn"])
+        // The lines saying where it listens, and warnings.
+        .env("RUST_LOG", "moq_relay::relay=info,moq_relay::web=info")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("moq-relay starts");
+    let log = child.stderr.take().expect("moq-relay's log");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(log).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut ports: Vec<Option<u16>> = vec![None; kinds.len()];
+    while ports.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        };
+        for (port, kind) in ports.iter_mut().zip(kinds) {
+            *port = port.or(relay_listen_port(&line, kind));
+        }
+    }
+    std::thread::spawn(move || for _ in rx {});
+    Some((child, ports.into_iter().flatten().collect()))
+}
+
 /// The port in moq-relay's `listening addr=HOST:PORT kind="KIND"` log line (`quic`, `http`):
 /// where it bound a listener it was asked to bind on port 0.
-pub fn relay_listen_port(line: &str, kind: &str) -> Option<u16> {
+fn relay_listen_port(line: &str, kind: &str) -> Option<u16> {
     let line = strip_ansi(line);
     if !line.contains("listening") || !line.contains(&format!("kind=\"{kind}\"")) {
         return None;

@@ -29,9 +29,8 @@ mod publish_play;
 mod renditions;
 mod rolling;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -123,39 +122,19 @@ impl Relay {
     }
 
     fn spawn(&mut self) {
-        let mut child = Command::new(relay_binary())
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{}", self.port))
-            .arg("--listen-tls-cert")
-            .arg(self.dir.join("cert.pem"))
-            .arg("--listen-tls-key")
-            .arg(self.dir.join("key.pem"))
-            .args(&self.args)
-            .args(["--iroh-enabled=false", "--log-level", "warn"])
-            // Its one line saying where it listens, and warnings.
-            .env("RUST_LOG", "moq_relay::relay=info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("moq-relay starts");
-        let log = child.stderr.take().expect("moq-relay's log");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{}", self.port).into(),
+            "--listen-tls-cert".into(),
+            self.dir.join("cert.pem").into(),
+            "--listen-tls-key".into(),
+            self.dir.join("key.pem").into(),
+        ];
+        args.extend(self.args.iter().map(Into::into));
+        let (child, ports) =
+            start_relay(&args, &["quic"]).expect("moq-relay says where it listens");
         self.child = Some(child);
-        // Ready once it says where it listens; the rest of its log is read and dropped.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(log).lines().map_while(Result::ok) {
-                if let Some(port) = relay_listen_port(&line, "quic")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(port);
-                }
-            }
-        });
-        let port = rx
-            .recv_timeout(WAIT)
-            .expect("moq-relay says where it listens");
+        let port = ports[0];
         assert!(
             self.port == 0 || self.port == port,
             "moq-relay restarted on {port}, not {}",

@@ -503,10 +503,7 @@ async fn receive_session(
             // Resumed at the live edge: the old timeline means nothing.
             progress.reset().await;
         }
-        let selection = select::select(&feed.current, &config.prefs).map_err(|e| Failure {
-            reason: format!("{}: namespace {path:?}: {e}", config.server.url),
-            missing: e.missing,
-        })?;
+        let selection = selected(config, &feed.current)?;
         progress.epoch += 1;
         let mut round = JoinSet::new();
         let mut movers = Vec::new();
@@ -563,6 +560,18 @@ async fn receive_session(
     }
 }
 
+/// The catalog's tracks the element's settings choose, or why there are none.
+fn selected(config: &ReceiverConfig, catalog: &Catalog) -> Result<select::Selection, Failure> {
+    select::select(catalog, &config.prefs).map_err(|e| Failure {
+        reason: format!(
+            "{}: namespace {:?}: {e}",
+            config.server.url,
+            config.server.namespace.to_path()
+        ),
+        missing: e.missing,
+    })
+}
+
 /// Reports the catalog, offers its tracks that are not offered yet and warns about those
 /// it cannot play. False when the element is gone.
 async fn offer_tracks(
@@ -574,14 +583,7 @@ async fn offer_tracks(
     if events.send(Event::Catalog(catalog.clone())).await.is_err() {
         return Ok(false);
     }
-    let selection = select::select(catalog, &config.prefs).map_err(|e| Failure {
-        reason: format!(
-            "{}: namespace {:?}: {e}",
-            config.server.url,
-            config.server.namespace.to_path()
-        ),
-        missing: e.missing,
-    })?;
+    let selection = selected(config, catalog)?;
     for (name, codec) in selection.unplayable {
         if !progress.unplayable.contains(&name) {
             progress.unplayable.push(name.clone());

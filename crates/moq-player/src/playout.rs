@@ -221,8 +221,8 @@ enum Anchoring {
     Never,
 }
 
-/// How long audio keeps the lead after its latest frame: a stalled or ended audio track
-/// must not hold the video to its timeline.
+/// How long audio keeps the lead after the slot of its latest frame: a stalled or ended
+/// audio track must not hold the video to its timeline.
 const AUDIO_LEAD_HOLD_NS: u64 = 1_000_000_000;
 
 /// A video jump moves a timeline that audio leads only when it brings playback at
@@ -308,7 +308,9 @@ pub struct Timeline {
     clock: PlayoutClock,
     /// Audio may lead (skip-forward and an audio track).
     audio_leads: bool,
-    /// Running time at which audio last output a frame.
+    /// Running time at which the latest audio frame out plays (its slot). Not its
+    /// arrival: audio that comes early waits for its slot, up to the whole playout delay,
+    /// and a late video frame arriving now must still see it as playing.
     audio_output_at: Option<u64>,
     /// How early audio came (slot − arrival, ns; negative: late) over the last
     /// [`AUDIO_SLACK_WINDOW_NS`], by arrival: a jump moves the timeline no earlier than
@@ -580,7 +582,7 @@ impl Timeline {
         let (anchoring, at) = self.anchoring(kind, dts, now, jump);
         let stamped = self.clock.stamp_as(track, dts, pts, at, anchoring);
         if kind == MediaKind::Audio {
-            self.audio_output_at = Some(now);
+            self.audio_output_at = Some(stamped.dts);
             let early = i64::try_from(stamped.dts)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(now).unwrap_or(i64::MAX));
@@ -981,6 +983,44 @@ mod tests {
             false,
         );
         assert_eq!(a.dts, 10 * MS);
+    }
+
+    #[test]
+    fn audio_held_long_before_its_slot_keeps_the_lead_over_late_video() {
+        // An adaptive timeline 1.2 s deep: audio comes 1.2 s before its slot, waits, and
+        // plays without a break; its latest frame (media 4000 ms) arrived at 3800 ms and
+        // plays at 5000 ms.
+        let mut timeline = Timeline::new(100 * MS);
+        timeline.set_adaptive(true);
+        timeline.set_audio_leads(true);
+        let mut audio = TrackPlayout::default();
+        for ms in (0..=4000u64).step_by(20) {
+            let media = ms as i64 * 1000;
+            let arrival = (1000 + ms).saturating_sub(1200).max(1000);
+            let a = timeline.stamp(
+                MediaKind::Audio,
+                &mut audio,
+                media,
+                media,
+                arrival * MS,
+                false,
+            );
+            assert_eq!(a.dts, (1000 + ms) * MS);
+        }
+        // Video comes 300 ms later than the timeline allows. At 4900 ms, 1.1 s after the
+        // latest audio arrived but while it plays, audio still leads: the video follows
+        // and does not move the timeline under the audio already out.
+        let need = |extra_ms: i64| Need {
+            offset: (1000 + extra_ms) * MS as i64,
+            floor: 1000 * MS as i64,
+            settled: true,
+        };
+        timeline.set_need(MediaKind::Video, Some(need(300)));
+        assert_eq!(timeline.adapt(MediaKind::Video, 4900 * MS, 41_667), None);
+        assert_eq!(timeline.offset(), Some(1000 * MS as i64));
+        // Once audio stopped playing over a second ago, the video grows the timeline.
+        let grown = timeline.adapt(MediaKind::Video, 6100 * MS, 41_667);
+        assert!(matches!(grown, Some(Adapted::Grew(_))), "{grown:?}");
     }
 
     #[test]

@@ -90,6 +90,38 @@ fn a_publisher_restart_behind_the_relay_is_resumed() {
     }
 }
 
+/// A publisher that comes back at once (a restart, or a move between a cluster's nodes)
+/// ends the viewer's subscriptions at the relay; the session to the relay is fine, and the
+/// viewer subscribes again on it instead of reconnecting.
+#[test]
+fn a_publisher_back_at_once_is_subscribed_again_on_the_same_session() {
+    let relay = Relay::start();
+    let first = relay.publisher("");
+    let receiver = relay.subscriber("media-timeout=30000");
+    receiver.wait_frames(24, WAIT).expect("plays");
+    drop(first);
+    let before = receiver.frames().len();
+    let _second = relay.publisher("");
+    let back = Instant::now();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("plays the new publisher");
+    let messages = receiver.messages.lock().unwrap().clone();
+    eprintln!(
+        "publisher back at once: playing again {:?} after it came back; messages {messages:?}",
+        back.elapsed()
+    );
+    let count = |name: &str| messages.iter().filter(|m| *m == name).count();
+    assert_eq!(count("moq-connected"), 1, "{messages:?}");
+    assert_eq!(count("moq-disconnected"), 0, "{messages:?}");
+    assert!(count("moq-resubscribed") >= 1, "{messages:?}");
+    let frames = receiver.frames();
+    assert!(
+        frames[before].key && frames[before].discont,
+        "the new publisher plays from a keyframe, DISCONT"
+    );
+}
+
 #[test]
 fn survives_a_5_second_relay_outage() {
     survive_relay_restart(Duration::from_secs(5));

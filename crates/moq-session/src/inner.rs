@@ -65,6 +65,9 @@ pub(crate) struct State {
     pub namespace_replies: HashMap<u64, oneshot::Sender<Result<(), RequestError>>>,
     /// The peer sent GOAWAY, with the session URI it named (empty: none).
     pub goaway: Option<String>,
+    /// The session continues a broadcast served on another one (see
+    /// `Session::continue_broadcast`).
+    pub continues: bool,
     // Requests the peer makes.
     peer_ids: PeerRequestIds,
     /// Subscriptions of the peer being served: request ID → track name.
@@ -93,6 +96,7 @@ impl State {
             aliases: HashMap::new(),
             namespace_replies: HashMap::new(),
             goaway: None,
+            continues: false,
             peer_ids,
             served: HashMap::new(),
             deferred: HashSet::new(),

@@ -103,8 +103,10 @@ pub(crate) fn subscribe(
     };
     let largest = track.largest();
     // Asked first, so that a new group the subscription itself brings on (a keyframe
-    // request) is where it starts.
-    let new_group_coming = broadcast.notify_subscribed(&name);
+    // request) is where it starts. Not for a session that continues the broadcast: its
+    // subscribers were playing the group under way.
+    let continues = lock(&inner.state).continues;
+    let new_group_coming = !continues && broadcast.notify_subscribed(&name);
     {
         let mut state = lock(&inner.state);
         if state.serves(&msg.track_name) {

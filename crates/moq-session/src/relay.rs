@@ -107,14 +107,22 @@ impl Drop for RelayPublisher {
     }
 }
 
-/// Connects to `relay` and announces the namespace there.
-async fn announce_on(relay: &RelayTarget, config: &SessionConfig) -> Result<Session, SessionError> {
+/// Connects to `relay` and announces the namespace there; `moving`: the session takes
+/// over from one the relay said GOAWAY on ([`Session::continue_broadcast`]).
+async fn announce_on(
+    relay: &RelayTarget,
+    config: &SessionConfig,
+    moving: bool,
+) -> Result<Session, SessionError> {
     let session = tokio::time::timeout(
         CONNECT_ATTEMPT,
         connect(&relay.url, &relay.trust, config.clone()),
     )
     .await
     .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
+    if moving {
+        session.continue_broadcast();
+    }
     if let Some(namespace) = config.publish.as_ref().map(|b| b.namespace().clone()) {
         session.publish_namespace(namespace).await?;
     }
@@ -144,7 +152,7 @@ async fn announce_elsewhere(
     config: &SessionConfig,
 ) -> Option<(Session, RelayTarget)> {
     for target in targets {
-        if let Ok(session) = announce_on(&target, config).await {
+        if let Ok(session) = announce_on(&target, config, true).await {
             if session.going_away().is_none() {
                 return Some((session, target));
             }
@@ -169,7 +177,7 @@ async fn run(
     loop {
         let session = match moved.take() {
             Some(session) => Ok(session),
-            None => announce_on(&relays[at], &config).await,
+            None => announce_on(&relays[at], &config, false).await,
         };
         let err = match session {
             Ok(session) => {

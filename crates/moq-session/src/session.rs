@@ -274,6 +274,14 @@ impl Session {
             .close(quinn::VarInt::from_u32(0), reason.as_bytes());
     }
 
+    /// Marks the session as continuing a broadcast served on another (a move after
+    /// GOAWAY): its peer subscribes on behalf of viewers already playing, mid-group, so a
+    /// subscription for the largest object starts at the start of the group under way
+    /// (which the viewers pick up where they were) instead of asking for a new one.
+    pub fn continue_broadcast(&self) {
+        lock(&self.inner.state).continues = true;
+    }
+
     /// The session URI the peer's GOAWAY named (empty when it named none), once it sent one:
     /// it will close this session soon, and wants no new requests on it.
     pub fn going_away(&self) -> Option<String> {

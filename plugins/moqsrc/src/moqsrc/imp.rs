@@ -375,6 +375,18 @@ impl MoqSrc {
                         .build(),
                 );
             }
+            Event::Resubscribed(reason) => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "{reason}; subscribed again on the same session"
+                );
+                self.post_message(
+                    gst::Structure::builder("moq-resubscribed")
+                        .field("reason", reason)
+                        .build(),
+                );
+            }
             Event::Catalog(catalog) => {
                 gst::debug!(CAT, imp = self, "catalog {catalog:?}");
                 let mut current = lock(&self.catalog);

@@ -42,6 +42,13 @@ const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
 /// With backup servers, a session that delivers no media for this long is given up for
 /// the next server: a dead relay sends nothing, and QUIC's idle timeout is longer.
 const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
+/// How long a broadcast whose subscriptions the server ended on a session that lives is
+/// asked for again there before the session is given up: a publisher moving between a
+/// cluster's nodes leaves its old route a moment before the new one is known, and the
+/// session it reaches us on need not change.
+const RESUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
+/// Between two such attempts.
+const RESUBSCRIBE_INTERVAL: Duration = Duration::from_millis(100);
 /// Subscriber priorities (lower is more important): audio above video, the enhancement
 /// layer below the base layer.
 const AUDIO_PRIORITY: u8 = 50;
@@ -85,6 +92,9 @@ pub enum Event {
         name: String,
         codec: String,
     },
+    /// The server ended the subscriptions on a session that lives (its publisher moved or
+    /// restarted): they were made again there, and play on.
+    Resubscribed(String),
     /// Data that is not valid; logged and skipped.
     Malformed(String),
     /// The video track `track` now plays rendition `to` instead of `from`.
@@ -174,7 +184,14 @@ struct Progress {
     tracks_complete: bool,
     /// Timeline resets so far.
     generation: u64,
+    /// Per track offered, the group its latest object came in ([`NOT_REACHED`] before
+    /// one), written by its forwarder: where a subscription the server ended is picked
+    /// up.
+    reached: Vec<(String, Arc<AtomicU64>)>,
 }
+
+/// No object of the track came yet.
+const NOT_REACHED: u64 = u64::MAX;
 
 impl Progress {
     fn media_arrived(&self) {
@@ -183,6 +200,23 @@ impl Progress {
 
     fn last_media(&self) -> Instant {
         stamped(&self.last_media, self.origin)
+    }
+
+    /// Where `name`'s forwarder notes the group it got to.
+    fn reached(&self, name: &str) -> Arc<AtomicU64> {
+        self.reached
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(|| Arc::new(AtomicU64::new(NOT_REACHED)), |(_, g)| g.clone())
+    }
+
+    /// The group of each track's latest object: where a new round picks up.
+    fn reached_groups(&self) -> Vec<(String, u64)> {
+        self.reached
+            .iter()
+            .map(|(n, g)| (n.clone(), g.load(Ordering::Relaxed)))
+            .filter(|(_, g)| *g != NOT_REACHED)
+            .collect()
     }
 
     fn output(&self, name: &str) -> Option<&mpsc::Sender<Item>> {
@@ -241,8 +275,21 @@ enum TrackEnd {
     Ended,
     Restart,
     Closed,
-    /// The subscription ended abnormally or the session was lost.
+    /// The server ended the subscription abnormally on a session that lives: the
+    /// publisher left it (moved to another node of a cluster, or restarted).
+    Gone(String),
+    /// The session was lost.
     Lost(String),
+}
+
+/// How a round of the selected tracks ended ([`play`]).
+enum Played {
+    /// Every track ended, or the element is gone.
+    Ended,
+    /// The element paused or resumed: the media subscriptions restart.
+    Restart,
+    /// The server ended the subscriptions while the session lives: subscribe again there.
+    Gone(String),
 }
 
 /// Runs until every track ends or the element drops its side. A lost or refused session
@@ -265,6 +312,7 @@ pub async fn run(
         unplayable: Vec::new(),
         tracks_complete: false,
         generation: 0,
+        reached: Vec::new(),
     };
     let mut rotation = Rotation::new(&config);
     let mut config = config;
@@ -489,6 +537,10 @@ async fn receive_session(
         // A new session starts at the live edge, maybe of a restarted publisher.
         progress.reset().await;
     }
+    // What had played when the server last ended our subscriptions.
+    let mut gone_at = None;
+    // Where the tracks got to, when this round picks up after such an end.
+    let mut pick_up: Vec<(String, u64)> = Vec::new();
     loop {
         // Paused: keep the session, want no media.
         while controls.borrow().paused {
@@ -512,6 +564,15 @@ async fn receive_session(
                 .iter()
                 .position(|e| e.name == track.name)
                 .map(|at| early.swap_remove(at).task);
+            let from = pick_up
+                .iter()
+                .find(|(n, _)| *n == track.name)
+                .map(|(_, g)| *g);
+            let start = match (early, from) {
+                (Some(task), _) => Start::Early(task),
+                (None, Some(group)) => Start::From(group),
+                (None, None) => Start::Next,
+            };
             start_track(
                 config,
                 events,
@@ -521,11 +582,12 @@ async fn receive_session(
                 &mut round,
                 &feed.current,
                 track,
-                early,
+                start,
                 &mut movers,
             )
             .await?;
         }
+        pick_up.clear();
         for unused in early.drain(..) {
             unused.task.abort();
         }
@@ -542,7 +604,7 @@ async fn receive_session(
             progress.sessions += 1;
             *had_media = true;
         }
-        let ended = play(
+        let played = play(
             config,
             events,
             controls,
@@ -554,9 +616,72 @@ async fn receive_session(
         )
         .await?;
         round.abort_all();
-        if ended {
-            return Ok(());
+        match played {
+            Played::Ended => return Ok(()),
+            Played::Restart => {}
+            Played::Gone(why) => {
+                // Twice in a row with nothing played between: the server keeps what is
+                // asked for from us; another one may not.
+                if gone_at == Some(progress.last_media()) {
+                    return Err(why.into());
+                }
+                gone_at = Some(progress.last_media());
+                pick_up = progress.reached_groups();
+                let again = resubscribe(config, session, feed.track, &why).await?;
+                if again.current.epoch != feed.current.epoch {
+                    // The publisher restarted: its indices and timestamps start afresh,
+                    // and its groups are not where the old ones got to.
+                    progress.reset().await;
+                    pick_up.clear();
+                }
+                feed = again;
+                if events.send(Event::Resubscribed(why)).await.is_err()
+                    || !offer_tracks(config, events, progress, &feed.current).await?
+                {
+                    return Ok(());
+                }
+            }
         }
+    }
+}
+
+/// The broadcast's catalog subscribed again on `session` after the server ended its
+/// subscriptions there (`why`), until one comes or [`RESUBSCRIBE_WAIT`] is over.
+async fn resubscribe(
+    config: &ReceiverConfig,
+    session: &Session,
+    track: &'static str,
+    why: &str,
+) -> Result<CatalogFeed, Failure> {
+    let namespace = &config.server.namespace;
+    let deadline = Instant::now() + RESUBSCRIBE_WAIT;
+    let at = CATALOG_TRACKS.iter().position(|t| *t == track).unwrap_or(0);
+    loop {
+        let attempt = tokio::time::timeout_at(
+            deadline.into(),
+            subscribe_catalog(session, namespace, track),
+        )
+        .await;
+        let err = match attempt {
+            Ok(Ok(subscription)) => {
+                let mut subs = [None, None];
+                subs[at] = Some(subscription);
+                let (current, _) = first_catalog(&mut subs, deadline)
+                    .await
+                    .map_err(|e| format!("{why}; subscribed again: {e}"))?;
+                return Ok(CatalogFeed {
+                    current,
+                    track,
+                    updates: subs[at].take(),
+                });
+            }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => "no answer".to_owned(),
+        };
+        if Instant::now() + RESUBSCRIBE_INTERVAL >= deadline || session.close_reason().is_some() {
+            return Err(format!("{why}; subscribing again: {err}").into());
+        }
+        tokio::time::sleep(RESUBSCRIBE_INTERVAL).await;
     }
 }
 
@@ -602,6 +727,8 @@ async fn offer_tracks(
         }
         let (tx, items) = mpsc::channel(ITEM_QUEUE);
         progress.outputs.push((track.clone(), tx));
+        let reached = Arc::new(AtomicU64::new(NOT_REACHED));
+        progress.reached.push((track.name.clone(), reached));
         if events
             .send(Event::Track(TrackFeed { track, items }))
             .await
@@ -640,8 +767,20 @@ fn priority(kind: MediaKind) -> u8 {
     }
 }
 
-/// Subscribes to a selected track (or takes its early subscription) and starts
-/// forwarding it in `round`.
+/// Where a track's subscription starts.
+enum Start {
+    /// At the next group: the live edge.
+    Next,
+    /// Subscribed before the catalog arrived.
+    Early(tokio::task::JoinHandle<Result<Subscription, String>>),
+    /// At the start of this group: where a subscription the server ended had got to, so
+    /// that what came meanwhile is not missed (what comes twice is dropped as a
+    /// duplicate).
+    From(u64),
+}
+
+/// Subscribes to a selected track where `start` says and starts forwarding it in
+/// `round`.
 #[allow(clippy::too_many_arguments)]
 async fn start_track(
     config: &ReceiverConfig,
@@ -652,7 +791,7 @@ async fn start_track(
     round: &mut JoinSet<TrackEnd>,
     catalog: &Catalog,
     track: Selected,
-    early: Option<tokio::task::JoinHandle<Result<Subscription, String>>>,
+    start: Start,
     movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<(), String> {
     let Some(tx) = progress.output(&track.name).cloned() else {
@@ -676,18 +815,25 @@ async fn start_track(
     let name = switcher
         .as_ref()
         .map_or(track.name.as_str(), Switcher::playing);
-    let early = early.filter(|task| {
-        if name != track.name {
+    // Made for the track's own name: of no use for another rendition.
+    let start = match start {
+        Start::Early(task) if name != track.name => {
             task.abort();
+            Start::Next
         }
-        name == track.name
-    });
-    let main = match early {
-        Some(task) => match task.await {
+        Start::From(_) if name != track.name => Start::Next,
+        start => start,
+    };
+    let main = match start {
+        Start::Early(task) => match task.await {
             Ok(Ok(sub)) => sub,
             _ => subscribe(config, session, name, priority(track.kind)).await?,
         },
-        None => subscribe(config, session, name, priority(track.kind)).await?,
+        Start::From(group) => {
+            let filter = FilterType::AbsoluteStart(Location { group, object: 0 });
+            subscribe_from(config, session, name, priority(track.kind), filter).await?
+        }
+        Start::Next => subscribe(config, session, name, priority(track.kind)).await?,
     };
     if let Some(switcher) = &mut switcher {
         switcher.subscribed(main.largest.map(|l| l.group));
@@ -729,6 +875,7 @@ async fn start_track(
         events: events.clone(),
         controls: controls.clone(),
         last_media: progress.last_media.clone(),
+        reached: progress.reached(&track.name),
         origin: progress.origin,
         hang: hang_track
             .as_ref()
@@ -745,8 +892,8 @@ async fn start_track(
     Ok(())
 }
 
-/// Follows the catalog while the round's tracks play, until every track ended
-/// (`Ok(true)`), the element pauses or resumes (`Ok(false)`), or the session is lost. When
+/// Follows the catalog while the round's tracks play, until every track ended, the
+/// element pauses or resumes, the server ends a track early, or the session is lost. When
 /// the server says GOAWAY, moves every track to a new session ([`moving`]) and goes on
 /// with it in `session`.
 #[allow(clippy::too_many_arguments)]
@@ -759,7 +906,7 @@ async fn play(
     round: &mut JoinSet<TrackEnd>,
     feed: &mut CatalogFeed,
     movers: &mut Vec<mpsc::Sender<Move>>,
-) -> Result<bool, String> {
+) -> Result<Played, String> {
     let (last_media, origin, started) =
         (progress.last_media.clone(), progress.origin, Instant::now());
     let mut connecting: Option<Connecting> = None;
@@ -825,10 +972,11 @@ async fn play(
                 arrival = Arrival::default();
             }
             ended = round.join_next() => match ended {
-                None => return Ok(true),
+                None => return Ok(Played::Ended),
                 Some(Ok(TrackEnd::Ended)) => {}
-                Some(Ok(TrackEnd::Restart)) => return Ok(false),
-                Some(Ok(TrackEnd::Closed)) | Some(Err(_)) => return Ok(true),
+                Some(Ok(TrackEnd::Restart)) => return Ok(Played::Restart),
+                Some(Ok(TrackEnd::Closed)) | Some(Err(_)) => return Ok(Played::Ended),
+                Some(Ok(TrackEnd::Gone(reason))) => return Ok(Played::Gone(reason)),
                 Some(Ok(TrackEnd::Lost(reason))) => return Err(reason),
             },
             event = next_or_pending(&mut feed.updates) => match event {
@@ -846,7 +994,7 @@ async fn play(
                             .await
                             .map_err(|failure| failure.reason)?
                         {
-                            return Ok(true);
+                            return Ok(Played::Ended);
                         }
                         // Tracks the update added play from now on.
                         let added = select::select(&update, &config.prefs)
@@ -855,7 +1003,7 @@ async fn play(
                             .into_iter()
                             .filter(|t| !known.contains(&t.name));
                         for track in added {
-                            start_track(config, events, session, progress, controls, round, &update, track, None, movers)
+                            start_track(config, events, session, progress, controls, round, &update, track, Start::Next, movers)
                                 .await?;
                         }
                     }
@@ -868,11 +1016,11 @@ async fn play(
             },
             changed = controls.changed() => {
                 if changed.is_err() {
-                    return Ok(true);
+                    return Ok(Played::Ended);
                 }
                 let c = controls.borrow();
                 if c.paused || c.resumes != progress.resumes {
-                    return Ok(false);
+                    return Ok(Played::Restart);
                 }
             }
         }
@@ -982,6 +1130,8 @@ struct Forwarder {
     events: mpsc::Sender<Event>,
     controls: watch::Receiver<Control>,
     last_media: Arc<AtomicU64>,
+    /// Where this track's latest object came in ([`Progress::reached`]).
+    reached: Arc<AtomicU64>,
     origin: Instant,
     /// Reads hang frames; `None` for our own.
     hang: Option<HangReader>,
@@ -1144,12 +1294,24 @@ impl Forwarder {
                         None
                     }
                     Some(TrackEvent::Ended { status, reason }) => {
-                        return TrackEnd::Lost(format!(
-                            "{}: a track ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
-                            self.config.server.url
-                        ));
+                        let why = format!(
+                            "{}: track {} ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
+                            self.config.server.url, self.track
+                        );
+                        return match self.session.close_reason() {
+                            None => TrackEnd::Gone(why),
+                            Some(_) => TrackEnd::Lost(why),
+                        };
                     }
-                    Some(event) => self.item(event, TrackRole::Base),
+                    Some(event) => {
+                        // A rendition's groups are not the track's.
+                        if let TrackEvent::Object(object) = &event
+                            && switching.is_none()
+                        {
+                            self.reached.store(object.group, Ordering::Relaxed);
+                        }
+                        self.item(event, TrackRole::Base)
+                    }
                     None => {
                         let url = &self.config.server.url;
                         return TrackEnd::Lost(match self.session.close_reason() {

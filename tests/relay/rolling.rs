@@ -1,6 +1,6 @@
 //! A rolling restart of a three-node cluster, as a deploy does it: each node in turn stops
-//! with SIGTERM (GOAWAY, then an 8 s drain), exits and starts again on its port, while a
-//! publisher and two viewers on different nodes carry on.
+//! with SIGTERM (GOAWAY, then an 8 s drain), exits and starts again on its port, twice over
+//! five minutes, while a publisher and two viewers on different nodes carry on.
 
 use std::time::Duration;
 
@@ -12,6 +12,10 @@ use gst::prelude::*;
 const DRAIN: &str = "8s";
 /// How long a stopping node may take to exit: its drain and a margin.
 const EXIT: Duration = Duration::from_secs(20);
+/// Rolling restarts of the whole cluster.
+const ROUNDS: usize = 2;
+/// From one node's stop to the next one's: six restarts in five minutes.
+const CYCLE: Duration = Duration::from_secs(50);
 
 /// `relay`'s URL with its certificate pinned, for `backup-urls`.
 fn pinned(relay: &Relay) -> String {
@@ -21,8 +25,8 @@ fn pinned(relay: &Relay) -> String {
 /// Node 0 is the root; node 1 joins it; node 2 joins both, so that every pair of nodes is
 /// linked and the cluster stays whole while any one node is down. The publisher is on node
 /// 1, one viewer on node 0 and one on node 2, each with the other nodes as backups. Each
-/// node is restarted in turn: its sessions move on GOAWAY, and once it is back the next
-/// one goes. Every frame reaches each viewer once, in order, with no pause over 250 ms;
+/// node is restarted in turn, [`ROUNDS`] times: its sessions move on GOAWAY, and a
+/// [`CYCLE`] after it stopped the next one goes. Every frame reaches each viewer once, in order, with no pause over 250 ms;
 /// what it prints per viewer and restart is what the figures in the notes come from.
 #[test]
 #[ignore = "a measurement of moq-relay's cluster through restarts; run by pipelines/interop.sh"]
@@ -64,8 +68,9 @@ fn a_rolling_restart_of_a_three_node_cluster_keeps_every_viewer_playing() {
     }
     // When each node was stopped, and when the viewers played on after its restart.
     let mut windows = Vec::new();
-    for node in [1, 2, 0] {
+    for node in [1, 2, 0].repeat(ROUNDS) {
         let stopped = unix_now();
+        let cycle = std::time::Instant::now() + CYCLE;
         nodes[node].terminate();
         assert!(
             nodes[node].exited(EXIT),
@@ -81,6 +86,7 @@ fn a_rolling_restart_of_a_three_node_cluster_keeps_every_viewer_playing() {
         }
         eprintln!("node {node}: exited {exited:?} after SIGTERM, restarted");
         windows.push((node, stopped, unix_now()));
+        std::thread::sleep(cycle.saturating_duration_since(std::time::Instant::now()));
     }
     let sent = sender.sent().len();
     sender.pipeline.set_state(gst::State::Null).unwrap();

@@ -275,8 +275,8 @@ enum TrackEnd {
     Ended,
     Restart,
     Closed,
-    /// The server ended the subscription abnormally on a session that lives: the
-    /// publisher left it (moved to another node of a cluster, or restarted).
+    /// A relay ended the subscription abnormally on a session that lives: the publisher
+    /// left it (moved to another node of a cluster, or restarted).
     Gone(String),
     /// The session was lost.
     Lost(String),
@@ -1298,9 +1298,12 @@ impl Forwarder {
                             "{}: track {} ended abnormally (PUBLISH_DONE {status:#x} {reason:?})",
                             self.config.server.url, self.track
                         );
+                        // A relay's route to the publisher went; a moqsink ending our
+                        // subscription means it, and a new session starts afresh.
+                        let relayed = !self.session.peer_is_ours();
                         return match self.session.close_reason() {
-                            None => TrackEnd::Gone(why),
-                            Some(_) => TrackEnd::Lost(why),
+                            None if relayed => TrackEnd::Gone(why),
+                            _ => TrackEnd::Lost(why),
                         };
                     }
                     Some(event) => {

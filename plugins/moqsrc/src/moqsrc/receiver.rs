@@ -177,17 +177,23 @@ struct Progress {
     origin: Instant,
     /// The `resumes` of [`Control`] already acted on.
     resumes: u64,
-    /// The tracks offered to the element, and where their items go.
-    outputs: Vec<(Selected, mpsc::Sender<Item>)>,
+    /// The tracks offered to the element.
+    outputs: Vec<Output>,
     /// Media tracks already reported as unplayable.
     unplayable: Vec<String>,
     tracks_complete: bool,
     /// Timeline resets so far.
     generation: u64,
-    /// Per track offered, the group its latest object came in ([`NOT_REACHED`] before
-    /// one), written by its forwarder: where a subscription the server ended is picked
-    /// up.
-    reached: Vec<(String, Arc<AtomicU64>)>,
+}
+
+/// A track offered to the element.
+struct Output {
+    track: Selected,
+    /// Where its items go.
+    tx: mpsc::Sender<Item>,
+    /// The group its latest object came in ([`NOT_REACHED`] before one), written by its
+    /// forwarder: where a subscription the server ended is picked up.
+    reached: Arc<AtomicU64>,
 }
 
 /// No object of the track came yet.
@@ -202,34 +208,23 @@ impl Progress {
         stamped(&self.last_media, self.origin)
     }
 
-    /// Where `name`'s forwarder notes the group it got to.
-    fn reached(&self, name: &str) -> Arc<AtomicU64> {
-        self.reached
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or_else(|| Arc::new(AtomicU64::new(NOT_REACHED)), |(_, g)| g.clone())
-    }
-
     /// The group of each track's latest object: where a new round picks up.
     fn reached_groups(&self) -> Vec<(String, u64)> {
-        self.reached
+        self.outputs
             .iter()
-            .map(|(n, g)| (n.clone(), g.load(Ordering::Relaxed)))
+            .map(|o| (o.track.name.clone(), o.reached.load(Ordering::Relaxed)))
             .filter(|(_, g)| *g != NOT_REACHED)
             .collect()
     }
 
-    fn output(&self, name: &str) -> Option<&mpsc::Sender<Item>> {
-        self.outputs
-            .iter()
-            .find(|(t, _)| t.name == name)
-            .map(|(_, tx)| tx)
+    fn output(&self, name: &str) -> Option<&Output> {
+        self.outputs.iter().find(|o| o.track.name == name)
     }
 
     /// Tells every track to start its timeline afresh.
     async fn reset(&mut self) {
         self.generation += 1;
-        for (_, tx) in &self.outputs {
+        for Output { tx, .. } in &self.outputs {
             let _ = tx
                 .send(Item::Reset {
                     generation: self.generation,
@@ -312,7 +307,6 @@ pub async fn run(
         unplayable: Vec::new(),
         tracks_complete: false,
         generation: 0,
-        reached: Vec::new(),
     };
     let mut rotation = Rotation::new(&config);
     let mut config = config;
@@ -726,9 +720,11 @@ async fn offer_tracks(
             continue;
         }
         let (tx, items) = mpsc::channel(ITEM_QUEUE);
-        progress.outputs.push((track.clone(), tx));
-        let reached = Arc::new(AtomicU64::new(NOT_REACHED));
-        progress.reached.push((track.name.clone(), reached));
+        progress.outputs.push(Output {
+            track: track.clone(),
+            tx,
+            reached: Arc::new(AtomicU64::new(NOT_REACHED)),
+        });
         if events
             .send(Event::Track(TrackFeed { track, items }))
             .await
@@ -794,7 +790,10 @@ async fn start_track(
     start: Start,
     movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<(), String> {
-    let Some(tx) = progress.output(&track.name).cloned() else {
+    let Some((tx, reached)) = progress
+        .output(&track.name)
+        .map(|o| (o.tx.clone(), o.reached.clone()))
+    else {
         return Ok(());
     };
     let mut switcher = (track.kind == MediaKind::Video && track.enhancement.is_none())
@@ -875,7 +874,7 @@ async fn start_track(
         events: events.clone(),
         controls: controls.clone(),
         last_media: progress.last_media.clone(),
-        reached: progress.reached(&track.name),
+        reached,
         origin: progress.origin,
         hang: hang_track
             .as_ref()
@@ -988,7 +987,7 @@ async fn play(
                             progress.reset().await;
                         }
                         let known: Vec<String> =
-                            progress.outputs.iter().map(|(t, _)| t.name.clone()).collect();
+                            progress.outputs.iter().map(|o| o.track.name.clone()).collect();
                         feed.current = update.clone();
                         if !offer_tracks(config, events, progress, &update)
                             .await

@@ -315,3 +315,49 @@ fn without_an_encoder_upstream_the_target_is_only_posted() {
     drop(receiver);
     link.stop();
 }
+
+/// openh264enc's default `qp-min=0` keeps its output above low targets whatever it is
+/// told; moqsink names that setting when asked to drive the encoder, and says nothing once
+/// the encoder can follow (`qp-min=1`).
+#[test]
+fn an_openh264enc_that_cannot_follow_low_targets_is_named() {
+    init();
+    assert!(
+        gst::ElementFactory::find("openh264enc").is_some(),
+        "openh264enc missing: run pipelines/setup.sh (gstreamer1.0-plugins-bad)"
+    );
+    for (qp_min, named) in [("", true), ("qp-min=1", false)] {
+        let pipeline = launch(&format!(
+            "videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=24/1 \
+             ! openh264enc name=enc {qp_min} ! h264parse \
+             ! moqsink listen=127.0.0.1:0 rate-control=encoder"
+        ));
+        pipeline.set_state(gst::State::Playing).expect("plays");
+        let bus = pipeline.bus().unwrap();
+        let mut warnings = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while let Some(remaining) = deadline.checked_duration_since(Instant::now()) {
+            let Some(message) = bus.timed_pop_filtered(
+                gst::ClockTime::from_nseconds(remaining.as_nanos() as u64),
+                &[gst::MessageType::Warning, gst::MessageType::Error],
+            ) else {
+                break;
+            };
+            match message.view() {
+                gst::MessageView::Warning(w) => warnings.push(w.error().to_string()),
+                gst::MessageView::Error(e) => panic!("{}", e.error()),
+                _ => {}
+            }
+        }
+        pipeline.set_state(gst::State::Null).unwrap();
+        let naming = warnings
+            .iter()
+            .filter(|w| w.contains("enc has qp-min=0") && w.contains("set qp-min=1"))
+            .count();
+        assert_eq!(
+            naming,
+            usize::from(named),
+            "with `{qp_min}`: warnings {warnings:?}"
+        );
+    }
+}

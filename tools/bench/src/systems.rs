@@ -63,7 +63,9 @@ pub enum Encoder {
     /// The README's publish line: x264's defaults (preset medium, 3 B frames, 40 frames of
     /// lookahead: the encoder alone delays a frame by about 0.9 s at 24 fps).
     Default,
-    /// openh264enc in its bitrate mode, at the lowest complexity (no B frames).
+    /// openh264enc in its bitrate mode, at the lowest complexity (no B frames), with
+    /// `qp-min=1`: its default 0 leaves openh264 a quantizer range too narrow to go much below
+    /// ~550 kbit/s on the reference, whatever the target (moqsink warns of it).
     OpenH264,
 }
 
@@ -90,7 +92,7 @@ impl Encoder {
             ),
             Encoder::OpenH264 => format!(
                 "openh264enc name={name} bitrate={} rate-control=bitrate gop-size=15 \
-                 complexity=low scene-change-detection=false",
+                 complexity=low scene-change-detection=false qp-min=1",
                 kbit * 1000
             ),
         }

@@ -619,6 +619,13 @@ impl MoqSink {
                 "driving {} from {start} bit/s",
                 encoder.name()
             );
+            if let Some(caveat) = encoder.rate_caveat() {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("rate-control=encoder: {caveat}")
+                );
+            }
         }
         self.target_bps.store(start, Ordering::Relaxed);
         Some((adaptation, encoder))

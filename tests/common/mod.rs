@@ -610,10 +610,14 @@ impl Receiver {
                             if let Ok(draft) = s.get::<u32>("draft") {
                                 names.push(format!("{} draft={draft}", s.name()));
                             }
-                            if let (Ok(to), Ok(reason)) =
-                                (s.get::<&str>("to"), s.get::<&str>("reason"))
-                            {
-                                names.push(format!("{} to={to} reason={reason}", s.name()));
+                            match (s.get::<&str>("to"), s.get::<&str>("reason")) {
+                                (Ok(to), Ok(reason)) => {
+                                    names.push(format!("{} to={to} reason={reason}", s.name()))
+                                }
+                                (Err(_), Ok(reason)) => {
+                                    names.push(format!("{} reason={reason}", s.name()))
+                                }
+                                _ => {}
                             }
                         }
                     }

@@ -65,9 +65,11 @@ impl JwtRelay {
         JwtRelay { relay, auth, dir }
     }
 
-    /// A token for broadcasts under `root`, signed with `key` (this relay's, or another).
-    fn token(&self, root: &str, key: Option<&Path>) -> String {
+    /// A token for broadcasts under `root`, signed with `key` (this relay's, or another),
+    /// valid until `expires` (seconds since the UNIX epoch) if given.
+    fn token(&self, root: &str, key: Option<&Path>, expires: Option<u64>) -> String {
         let own = self.dir.join("key.jwk");
+        let expiry = expires.map(|at| ["--expires".to_owned(), at.to_string()]);
         let out = Command::new(moq_cli())
             .args([
                 "auth",
@@ -81,6 +83,7 @@ impl JwtRelay {
                 "--key",
             ])
             .arg(key.unwrap_or(&own))
+            .args(expiry.iter().flatten())
             .output()
             .expect("moq auth sign runs");
         assert!(
@@ -107,7 +110,7 @@ impl Drop for JwtRelay {
 #[test]
 fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
     let relay = JwtRelay::start();
-    let token = relay.token("demo", None);
+    let token = relay.token("demo", None, None);
     let pin = format!("tls-fingerprint={}", relay.relay.fingerprint);
     // The token as a property on the publisher, in the URL's query on the player.
     let _sender = Sender::through_relay(&ours(format!(
@@ -128,7 +131,7 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
         .status()
         .unwrap();
     assert!(status.success());
-    let forged = relay.token("demo", Some(&stranger));
+    let forged = relay.token("demo", Some(&stranger), None);
     for (what, properties) in [
         (
             "a token of another key",
@@ -185,4 +188,90 @@ fn a_relay_that_requires_a_jwt_plays_with_a_valid_token_and_refuses_others() {
         let err = wait_bus(&bus, WAIT, |_| None::<()>).expect_err("the publisher is refused");
         eprintln!("{what}, publishing: {err}");
     }
+}
+
+/// moq-relay closes a session when its token expires. A fresh token set on both elements
+/// while they play is presented on new sessions that take over before the old ones go:
+/// no reconnect, no freeze, every frame once. A viewer whose token expires with no new
+/// one ends with the relay's refusal, naming the property to set.
+#[test]
+fn a_fresh_token_set_while_playing_outlives_the_one_that_expires() {
+    let relay = JwtRelay::start();
+    let pin = format!("tls-fingerprint={}", relay.relay.fingerprint);
+    let expires = unix_now().as_secs() + 8;
+    let expiring = relay.token("demo", None, Some(expires));
+    let sender = Sender::through_relay(&ours(format!(
+        "url={} {pin} auth-token={expiring}",
+        relay.url("/demo/show")
+    )));
+    let published_moves = crate::count_messages(&sender.pipeline, "moq-moved");
+    wait_announced(&sender.sink);
+    let viewer = Receiver::start(&ours(format!(
+        "url={} {pin} auth-token={expiring} media-timeout=30000",
+        relay.url("/demo/show")
+    )));
+    let abandoned = Receiver::start(&ours(format!(
+        "url={} {pin} auth-token={expiring} media-timeout=30000",
+        relay.url("/demo/show")
+    )));
+    viewer.wait_frames(24, WAIT).expect("plays");
+    abandoned.wait_frames(24, WAIT).expect("plays");
+
+    // Three seconds before the old tokens expire, fresh ones.
+    let renew_at = Duration::from_secs(expires - 3);
+    std::thread::sleep(renew_at.saturating_sub(unix_now()));
+    let fresh = relay.token("demo", None, None);
+    let renewed = unix_now();
+    sender.sink.set_property("auth-token", &fresh);
+    let src = viewer.pipeline.by_name("src").expect("moqsrc");
+    src.set_property("auth-token", &fresh);
+
+    // The relay enforces the expiry (the viewer left with it ends), and 3 s later the
+    // other plays on.
+    let err = wait_eos(&abandoned.pipeline, WAIT).expect_err("the expired viewer ends");
+    let ended = unix_now();
+    let before = viewer.frames().len();
+    viewer
+        .wait_frames(before + 24 * 3, WAIT)
+        .expect("plays on past the old token's expiry");
+    let messages = viewer.messages_where(|_| true);
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    abandoned.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = longest_pause(&frames, renewed);
+    eprintln!(
+        "{} frames; longest pause after the renewal {longest:?}; viewer messages {messages:?}; \
+         the expired viewer ended {:.1} s after its token's expiry: {err}",
+        frames.len(),
+        ended.as_secs_f64() - expires as f64
+    );
+    assert!(
+        messages.iter().any(|m| m == "moq-moved reason=auth-token"),
+        "the viewer moved: {messages:?}"
+    );
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "moved, not reconnected: {messages:?}"
+    );
+    assert!(
+        *published_moves.lock().unwrap() > 0,
+        "the publisher moved to a session with the fresh token"
+    );
+    for w in frames.windows(2) {
+        assert_eq!(
+            w[1].decode_index,
+            w[0].decode_index + 1,
+            "every frame once, in order"
+        );
+    }
+    assert!(
+        longest < Duration::from_millis(500),
+        "a freeze of {longest:?}"
+    );
+    assert!(
+        err.contains("set auth-token"),
+        "the error says what to do: {err}"
+    );
 }

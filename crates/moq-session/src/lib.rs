@@ -45,7 +45,7 @@ pub use error::{Redirected, RequestError, SessionError};
 pub use inner::{Role, Session};
 pub use moq_wire::message::{FilterType, GroupOrder, Location, TrackNamespace};
 pub use received::{Object, TrackEvent};
-pub use relay::{RelayEvent, RelayPublisher, RelayTarget};
+pub use relay::{MoveCause, RelayEvent, RelayPublisher, RelayTarget};
 pub use scheduler::PublishLimits;
 pub use session::{IMPLEMENTATION, SessionConfig};
 pub use subscribe::{SubscribeOptions, Subscription};

@@ -5,13 +5,15 @@
 //! A relay about to restart says GOAWAY and grants a drain window: the publisher then
 //! announces on another session first (the URI the GOAWAY names, the same URL — which a
 //! load balancer may now lead elsewhere — or a backup) and closes the old one only once the
-//! new one is announced, so the relays never lose the broadcast's origin.
+//! new one is announced, so the relays never lose the broadcast's origin. A new
+//! authorization token (the old one about to expire) is presented the same way: on a new
+//! session to the same relay, announced before the old one goes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::endpoint::connect;
@@ -39,13 +41,35 @@ pub enum RelayEvent {
     Disconnected(SessionError),
     /// The relay refused us for good (authorization, bad address): no more attempts.
     Refused(SessionError),
-    /// The relay said GOAWAY, and the broadcast is announced on a new session at `url`
-    /// (`peer`) now; the old one is closed.
+    /// The broadcast is announced on a new session at `url` (`peer`) now, because of
+    /// `why`; the old one serves what the relay still routes through it until the relay
+    /// closes it.
     Moved {
         from: String,
         url: String,
         peer: std::net::SocketAddr,
+        why: MoveCause,
     },
+}
+
+/// Why a publisher or a player moved to a new session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MoveCause {
+    /// The server said GOAWAY.
+    #[default]
+    Goaway,
+    /// The application set a new authorization token.
+    AuthToken,
+}
+
+impl MoveCause {
+    /// Its name in bus messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MoveCause::Goaway => "goaway",
+            MoveCause::AuthToken => "auth-token",
+        }
+    }
 }
 
 /// A relay to publish through: its URL and how its certificate is checked.
@@ -61,6 +85,7 @@ pub struct RelayPublisher {
     task: JoinHandle<()>,
     announced: Arc<AtomicBool>,
     current: Arc<Mutex<Option<Session>>>,
+    token: watch::Sender<Option<String>>,
 }
 
 impl RelayPublisher {
@@ -75,18 +100,31 @@ impl RelayPublisher {
     ) -> RelayPublisher {
         let announced = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(None));
+        let (token, tokens) = watch::channel(config.auth_token.clone());
         let task = tokio::spawn(run(
             relays,
             config,
             events,
             announced.clone(),
             current.clone(),
+            tokens,
         ));
         RelayPublisher {
             task,
             announced,
             current,
+            token,
         }
+    }
+
+    /// Presents `token` from now on: on a new session that takes over from the one in
+    /// use (a relay closes a session whose token expires), and on every later one.
+    pub fn set_auth_token(&self, token: Option<String>) {
+        self.token.send_if_modified(|current| {
+            let changed = *current != token;
+            *current = token;
+            changed
+        });
     }
 
     /// Whether the namespace is announced on the relay right now.
@@ -168,7 +206,9 @@ async fn run(
     events: mpsc::Sender<RelayEvent>,
     announced: Arc<AtomicBool>,
     current: Arc<Mutex<Option<Session>>>,
+    mut tokens: watch::Receiver<Option<String>>,
 ) {
+    let mut config = config;
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 0;
     let mut at = 0;
@@ -189,35 +229,43 @@ async fn run(
                 backoff = FIRST_BACKOFF;
                 announced.store(true, Ordering::Relaxed);
                 *lock(&current) = Some(session.clone());
-                let closed = tokio::select! {
-                    closed = session.closed() => Some(closed),
+                let (targets, why) = tokio::select! {
+                    closed = session.closed() => (Err(closed), MoveCause::Goaway),
                     uri = session.goaway_received() => {
-                        let targets = move_targets(&relays, at, &uri);
-                        match announce_elsewhere(targets, &config).await {
-                            Some((next, target)) => {
-                                let from = relays[at].url.to_string();
-                                if let Some(i) = relays.iter().position(|r| r.url == target.url) {
-                                    at = i;
-                                }
-                                *lock(&current) = Some(next.clone());
-                                // The old session serves what the relay still routes
-                                // through it until the relay closes it.
-                                let old = session.clone();
-                                tokio::spawn(async move {
-                                    let _ = old.closed().await;
-                                });
-                                let _ = events.try_send(RelayEvent::Moved {
-                                    from,
-                                    url: target.url.to_string(),
-                                    peer: next.remote_address(),
-                                });
-                                moved = Some(next);
-                                None
-                            }
-                            // Nowhere to go: serve the old session until it closes.
-                            None => Some(session.closed().await),
-                        }
+                        (Ok(move_targets(&relays, at, &uri)), MoveCause::Goaway)
                     }
+                    Ok(()) = tokens.changed() => {
+                        config.auth_token = tokens.borrow_and_update().clone();
+                        (Ok(vec![relays[at].clone()]), MoveCause::AuthToken)
+                    }
+                };
+                let closed = match targets {
+                    Err(closed) => Some(closed),
+                    Ok(targets) => match announce_elsewhere(targets, &config).await {
+                        Some((next, target)) => {
+                            let from = relays[at].url.to_string();
+                            if let Some(i) = relays.iter().position(|r| r.url == target.url) {
+                                at = i;
+                            }
+                            *lock(&current) = Some(next.clone());
+                            // The old session serves what the relay still routes
+                            // through it until the relay closes it.
+                            let old = session.clone();
+                            tokio::spawn(async move {
+                                let _ = old.closed().await;
+                            });
+                            let _ = events.try_send(RelayEvent::Moved {
+                                from,
+                                url: target.url.to_string(),
+                                peer: next.remote_address(),
+                                why,
+                            });
+                            moved = Some(next);
+                            None
+                        }
+                        // Nowhere to go: serve the old session until it closes.
+                        None => Some(session.closed().await),
+                    },
                 };
                 let Some(closed) = closed else {
                     continue;

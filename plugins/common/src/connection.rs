@@ -133,11 +133,13 @@ impl Connection {
                 .default_value(false)
                 .mutable_ready()
                 .build(),
-            string(
-                "auth-token",
-                "Authorization token",
-                "A token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed",
-            ),
+            glib::ParamSpecString::builder("auth-token")
+                .nick("Authorization token")
+                .blurb(
+                    "A token (e.g. a JWT for moq-relay) sent in SETUP's AUTHORIZATION TOKEN parameter; a ?jwt= in the url works too. Never displayed. Settable while playing: a new token is presented on a new session that takes over from the one in use without a gap (a relay closes a session whose token expires)",
+                )
+                .mutable_playing()
+                .build(),
             glib::ParamSpecString::builder("versions")
                 .nick("MoQ Transport drafts")
                 .blurb(versions)

@@ -1327,6 +1327,17 @@ impl ObjectImpl for MoqSink {
         let mut settings = lock(&self.settings);
         let mut identity_changed = false;
         if settings.connection.set(pspec.name(), value) {
+            if pspec.name() == "auth-token" {
+                let token = settings.connection.auth_token.clone();
+                drop(settings);
+                if let Some(Started {
+                    link: Link::Relay(relay),
+                    ..
+                }) = lock(&self.state).as_ref()
+                {
+                    relay.set_auth_token(token);
+                }
+            }
             return;
         }
         match pspec.name() {
@@ -1657,11 +1668,17 @@ async fn forward_relay_events(
                 gst::warning!(CAT, imp = imp, "{url}: {reason}; reconnecting");
                 imp.post_message("moq-disconnected", &[("reason", &reason.to_string())]);
             }
-            RelayEvent::Moved { from, url, peer } => {
+            RelayEvent::Moved {
+                from,
+                url,
+                peer,
+                why,
+            } => {
                 gst::info!(
                     CAT,
                     imp = imp,
-                    "{from} said GOAWAY: the broadcast is announced on {url} ({peer}) now"
+                    "the broadcast is announced on {url} ({peer}) now, not {from} ({})",
+                    why.as_str()
                 );
                 imp.post_message(
                     "moq-moved",
@@ -1669,6 +1686,7 @@ async fn forward_relay_events(
                         ("from", &from),
                         ("url", &url),
                         ("address", &peer.to_string()),
+                        ("reason", &why.as_str()),
                     ],
                 );
             }

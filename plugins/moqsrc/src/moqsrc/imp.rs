@@ -285,6 +285,7 @@ impl MoqSrc {
         let (controls, control_rx) = watch::channel(Control {
             resumes: self.resumes.load(Ordering::Relaxed),
             abr: settings.abr_prefs(),
+            auth_token: config.auth_token.clone(),
             ..Control::default()
         });
         self.canceller.reset();
@@ -352,11 +353,13 @@ impl MoqSrc {
                 url,
                 peer,
                 version,
+                why,
             } => {
                 gst::info!(
                     CAT,
                     imp = self,
-                    "moved from {from} to {url} at {peer} with {version} (the server said GOAWAY)"
+                    "moved from {from} to {url} at {peer} with {version} ({})",
+                    why.as_str()
                 );
                 self.post_message(
                     gst::Structure::builder("moq-moved")
@@ -364,6 +367,7 @@ impl MoqSrc {
                         .field("url", url)
                         .field("address", peer.to_string())
                         .field("draft", version.draft())
+                        .field("reason", why.as_str())
                         .build(),
                 );
             }
@@ -970,6 +974,11 @@ impl ObjectImpl for MoqSrc {
         let text = || text(value);
         let mut settings = lock(&self.settings);
         if settings.connection.set(pspec.name(), value) {
+            if pspec.name() == "auth-token" {
+                let token = settings.connection.auth_token.clone();
+                drop(settings);
+                self.control(|c| c.auth_token = token);
+            }
             return;
         }
         match pspec.name() {

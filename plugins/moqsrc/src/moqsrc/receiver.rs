@@ -17,8 +17,8 @@ use moq_media::clock::unix_now_us_i64;
 use moq_media::hang::{self, HangReader};
 use moq_media::header::FrameHeader;
 use moq_session::{
-    FilterType, Location, Session, SessionConfig, SessionError, SubscribeOptions, Subscription,
-    TrackEvent, TrackNamespace, Version,
+    FilterType, Location, MoveCause, Session, SessionConfig, SessionError, SubscribeOptions,
+    Subscription, TrackEvent, TrackNamespace, Version,
 };
 use moq_wire::message::publish_done_code;
 use tokio::sync::{mpsc, watch};
@@ -81,6 +81,7 @@ pub enum Event {
         url: String,
         peer: std::net::SocketAddr,
         version: Version,
+        why: MoveCause,
     },
     Catalog(Catalog),
     /// A track to play: a pad for it, fed by `items`.
@@ -135,6 +136,9 @@ pub struct Control {
     pub resumes: u64,
     /// Which rendition of the video to play.
     pub abr: AbrPrefs,
+    /// The token new sessions present; a change while playing moves to a session that
+    /// presents it (a relay ends sessions whose token expires).
+    pub auth_token: Option<String>,
 }
 
 /// Why one session ended early.
@@ -311,9 +315,12 @@ pub async fn run(
     let mut rotation = Rotation::new(&config);
     let mut config = config;
     loop {
+        config.auth_token = controls.borrow().auth_token.clone();
         let Err(lost) = receive(&config, &events, &mut controls, &mut progress).await else {
             return;
         };
+        // A token refused (expired, say) while the application set a fresh one: retried.
+        let token_renewed = controls.borrow().auth_token != config.auth_token;
         if lost.had_media {
             let _ = events.send(Event::Disconnected(lost.reason.clone())).await;
         }
@@ -324,7 +331,7 @@ pub async fn run(
         // starting up, a catalog being completed) is a wrong name, not a restart.
         let missing_for_good =
             lost.missing && progress.sessions == 0 && origin.elapsed() >= MISSING_GRACE;
-        if lost.refused || missing_for_good {
+        if (lost.refused && !token_renewed) || missing_for_good {
             rotation.refuse();
         }
         let Some(next) = rotation.advance() else {
@@ -429,11 +436,19 @@ async fn receive(
         &mut had_media,
     )
     .await
-    .map_err(|failure| Lost {
-        reason: failure.reason,
-        had_media,
-        refused: session.close_reason().is_some_and(|e| e.is_refusal()),
-        missing: failure.missing,
+    .map_err(|failure| {
+        // Refused mid-session (a relay closes a session whose token expired): say what to do.
+        let closed = session.close_reason();
+        let reason = match closed.as_ref().and_then(SessionError::advice) {
+            Some(advice) => format!("{}; {advice}", failure.reason),
+            None => failure.reason,
+        };
+        Lost {
+            reason,
+            had_media,
+            refused: closed.is_some_and(|e| e.is_refusal()),
+            missing: failure.missing,
+        }
     })
 }
 
@@ -460,6 +475,8 @@ async fn receive_session(
     let namespace = config.server.namespace.clone();
     let path = namespace.to_path();
     let fail = |what: &str, err: SessionError| format!("{}: {what}: {err}", config.server.url);
+    // The token the session in use presented.
+    let mut presented = config.auth_token.clone();
 
     // Ours or hang's, whichever the broadcast has. The catalog's latest group is retained
     // by the publisher: start from the beginning.
@@ -603,7 +620,7 @@ async fn receive_session(
             events,
             controls,
             progress,
-            session,
+            (session, &mut presented),
             &mut round,
             &mut feed,
             &mut movers,
@@ -893,27 +910,43 @@ async fn start_track(
 
 /// Follows the catalog while the round's tracks play, until every track ended, the
 /// element pauses or resumes, the server ends a track early, or the session is lost. When
-/// the server says GOAWAY, moves every track to a new session ([`moving`]) and goes on
-/// with it in `session`.
+/// the server says GOAWAY, or the element has a token `session` did not present, moves
+/// every track to a new session ([`moving`]) and goes on with it in `session`.
 #[allow(clippy::too_many_arguments)]
 async fn play(
     config: &ReceiverConfig,
     events: &mpsc::Sender<Event>,
     controls: &mut watch::Receiver<Control>,
     progress: &mut Progress,
-    session: &mut Session,
+    (session, presented): (&mut Session, &mut Option<String>),
     round: &mut JoinSet<TrackEnd>,
     feed: &mut CatalogFeed,
     movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<Played, String> {
     let (last_media, origin, started) =
         (progress.last_media.clone(), progress.origin, Instant::now());
-    let mut connecting: Option<Connecting> = None;
+    let mut connecting: Option<(Connecting, MoveCause)> = None;
     let mut arrival = Arrival::default();
     let mut given_up = false;
     let mut current_url = config.server.url.to_string();
     loop {
         let can_move = connecting.is_none() && arrival.target.is_none() && !given_up;
+        let fresh_token = controls.borrow().auth_token.clone();
+        if can_move && fresh_token != *presented {
+            // Make before break: the same server, with the new token, while this session
+            // still plays.
+            let config = ReceiverConfig {
+                auth_token: fresh_token.clone(),
+                ..config.clone()
+            };
+            *presented = fresh_token;
+            let targets = vec![config.server.clone()];
+            connecting = Some((
+                tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
+                MoveCause::AuthToken,
+            ));
+            continue;
+        }
         tokio::select! {
             () = silence(config, &last_media, origin, started) => {
                 return Err(format!(
@@ -924,12 +957,13 @@ async fn play(
             }
             uri = session.goaway_received(), if can_move => {
                 let targets = moving::targets(config, &uri);
-                let config = config.clone();
-                connecting = Some(tokio::spawn(async move {
-                    moving::connect_elsewhere(&config, targets).await
-                }));
+                let config = ReceiverConfig { auth_token: presented.clone(), ..config.clone() };
+                connecting = Some((
+                    tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
+                    MoveCause::Goaway,
+                ));
             }
-            connected = next_connected(&mut connecting) => {
+            (connected, why) = next_connected(&mut connecting) => {
                 connecting = None;
                 match connected {
                     Ok((next, server)) => {
@@ -942,13 +976,15 @@ async fn play(
                             }
                         }
                         arrival.target = Some((next, server));
+                        arrival.why = why;
                         arrival.deadline = Some(Instant::now() + MOVE_WAIT);
                     }
                     Err(reason) => {
                         // Nowhere to go yet: the old session plays until it closes, then
                         // the receiver reconnects as after any loss.
                         given_up = true;
-                        let _ = events.send(Event::Malformed(format!("GOAWAY: cannot move: {reason}"))).await;
+                        let why = why.as_str();
+                        let _ = events.send(Event::Malformed(format!("{why}: cannot move: {reason}"))).await;
                     }
                 }
             }
@@ -965,6 +1001,7 @@ async fn play(
                     url: server.url.to_string(),
                     peer: next.remote_address(),
                     version: next.version(),
+                    why: arrival.why,
                 };
                 *session = next;
                 let _ = events.send(moved).await;
@@ -1038,6 +1075,7 @@ type Connecting = tokio::task::JoinHandle<Result<(Session, Server), String>>;
 #[derive(Default)]
 struct Arrival {
     target: Option<(Session, Server)>,
+    why: MoveCause,
     waiting: Vec<tokio::sync::oneshot::Receiver<()>>,
     deadline: Option<Instant>,
 }
@@ -1060,9 +1098,11 @@ impl Arrival {
     }
 }
 
-async fn next_connected(connecting: &mut Option<Connecting>) -> Result<(Session, Server), String> {
+async fn next_connected(
+    connecting: &mut Option<(Connecting, MoveCause)>,
+) -> (Result<(Session, Server), String>, MoveCause) {
     match connecting {
-        Some(task) => task.await.map_err(|e| e.to_string())?,
+        Some((task, why)) => (task.await.map_err(|e| e.to_string()).and_then(|r| r), *why),
         None => std::future::pending().await,
     }
 }

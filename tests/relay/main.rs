@@ -18,6 +18,7 @@ mod common;
 
 mod audio_video;
 mod auth;
+mod certificates;
 mod cluster;
 mod delivery;
 mod goaway;

@@ -190,6 +190,31 @@ pub fn longest_pause(frames: &[ReceivedFrame], from: Duration) -> Duration {
         .unwrap_or_default()
 }
 
+/// Asserts that a viewer played through something on the session it started with (one
+/// `moq-connected` in its `messages`), every frame once and in order, with no pause over
+/// `bound` after `from` (UNIX time).
+pub fn assert_played_through(
+    frames: &[ReceivedFrame],
+    messages: &[String],
+    from: Duration,
+    bound: Duration,
+) {
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "kept or moved its session, not reconnected: {messages:?}"
+    );
+    for w in frames.windows(2) {
+        assert_eq!(
+            w[1].decode_index,
+            w[0].decode_index + 1,
+            "every frame once, in order"
+        );
+    }
+    let longest = longest_pause(frames, from);
+    assert!(longest < bound, "a freeze of {longest:?}");
+}
+
 /// Parses a pipeline description.
 pub fn launch(description: &str) -> gst::Pipeline {
     init();

@@ -31,7 +31,6 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
     viewer.pipeline.set_state(gst::State::Null).unwrap();
     let frames = viewer.frames();
     let longest = longest_pause(&frames, draining);
-    let indices: Vec<u64> = frames.iter().map(|f| f.decode_index).collect();
     eprintln!(
         "{} frames; longest pause after the drain began {longest:?}; messages {messages:?}",
         frames.len()
@@ -40,18 +39,7 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
         messages.iter().any(|m| m == "moq-moved"),
         "moved on GOAWAY: {messages:?}"
     );
-    assert_eq!(
-        messages.iter().filter(|m| *m == "moq-connected").count(),
-        1,
-        "moved, not reconnected after a force-close: {messages:?}"
-    );
-    for w in indices.windows(2) {
-        assert_eq!(w[1], w[0] + 1, "every frame once, in order");
-    }
-    assert!(
-        longest < Duration::from_millis(250),
-        "a freeze of {longest:?}"
-    );
+    assert_played_through(&frames, &messages, draining, Duration::from_millis(250));
 }
 
 /// A planned restart of the node the publisher is on: moqsink announces on its backup (the

@@ -60,6 +60,10 @@ const GROUP_START_WAIT_US: u64 = 5_000_000;
 /// How long after the playing rendition's keyframe arrived a switch up subscribes: time
 /// for the other renditions' encoders to start their groups too.
 const JOIN_AFTER_KEY_US: u64 = 200_000;
+/// Frame times without a frame of the playing rendition after which a switch down stops
+/// waiting for it to reach the new keyframe: its path cannot carry it. One that still
+/// comes is waited for (its encoder may run a frame or two behind the new one's).
+const STARVED_FRAMES: u64 = 3;
 
 /// Whether a publisher sent the group under way to a subscription that asked for the next
 /// group start: the largest group its SUBSCRIBE_OK named, until the first frame came.
@@ -107,6 +111,17 @@ struct Switch<T> {
     /// Old items waiting for the new rendition to catch up, as the track numbers them,
     /// with when they came.
     waiting: VecDeque<(u64, Item<T>)>,
+    /// When the playing rendition's latest frame came (or the switch began), and its
+    /// duration.
+    old_seen: (u64, u64),
+}
+
+impl<T> Switch<T> {
+    /// The playing rendition has not sent a frame for [`STARVED_FRAMES`] frame times.
+    fn old_starved(&self, now_us: u64) -> bool {
+        let (at, duration) = self.old_seen;
+        now_us.saturating_sub(at) > STARVED_FRAMES * duration
+    }
 }
 
 /// A change of the rendition playing.
@@ -244,6 +259,9 @@ impl<T> Switcher<T> {
             Item::Frame(frame) => {
                 self.observe(frame, true, now_us);
                 frame.header = self.renumber.apply(&frame.header);
+                if let Some(switch) = &mut self.switch {
+                    switch.old_seen = (now_us, frame.header.duration.max(1));
+                }
             }
             Item::GroupEnd { group, .. } => *group = self.renumber.group(*group),
             _ => {}
@@ -333,14 +351,22 @@ impl<T> Switcher<T> {
         if hold {
             switch.held.push(item);
         }
-        let down = !self.renditions.goes_up(switch.target.to);
-        if down && switch.splice.has_key() {
+        if self.starved_down(now_us) {
             // The path cannot carry the rendition playing: waiting for it to reach the
             // keyframe only makes the picture freeze longer.
             self.cut(now_us);
             return;
         }
         self.release(false, now_us);
+    }
+
+    /// A switch down has the keyframe to cut to, and the rendition playing stopped coming.
+    fn starved_down(&self, now_us: u64) -> bool {
+        self.switch.as_ref().is_some_and(|switch| {
+            !self.renditions.goes_up(switch.target.to)
+                && switch.splice.has_key()
+                && switch.old_starved(now_us)
+        })
     }
 
     /// Every few tens of ms: start a switch the preferences or the path call for, let old
@@ -353,6 +379,7 @@ impl<T> Switcher<T> {
                 self.cut(now_us);
                 return;
             }
+            Some(_) if self.starved_down(now_us) => return self.cut(now_us),
             Some(_) => return self.release(false, now_us),
             None if now_us < self.quiet_until => return,
             None => {}
@@ -364,7 +391,7 @@ impl<T> Switcher<T> {
             };
             if due {
                 self.pending = None;
-                self.begin(pending.target);
+                self.begin(pending.target, now_us);
             }
             return;
         }
@@ -379,13 +406,13 @@ impl<T> Switcher<T> {
                     key_at: None,
                 })
             }
-            false => self.begin(target),
+            false => self.begin(target, now_us),
         }
     }
 
     /// Subscribes the rendition `target` names; the splice starts after the frame played
     /// last.
-    fn begin(&mut self, target: Target) {
+    fn begin(&mut self, target: Target, now_us: u64) {
         let Some(name) = self.renditions.get(target.to).map(|r| r.name.clone()) else {
             return;
         };
@@ -409,6 +436,7 @@ impl<T> Switcher<T> {
             held: Vec::new(),
             reached: None,
             waiting: VecDeque::new(),
+            old_seen: (now_us, self.last.map_or(1, |l| l.duration.max(1))),
         });
     }
 
@@ -651,11 +679,11 @@ mod tests {
             }]
         );
         sw.switch_subscribed(Some(0));
-        // The old rendition starves: only frame 1 of it comes; the new one's next group
-        // starts at GOP.
+        // The old rendition starves: only frame 1 of it comes, and nothing for four frame
+        // times after it; the new one's next group starts at GOP.
         sw.old(frame(1, 0), 2 * FRAME_US);
         for n in GOP - 1..=GOP {
-            sw.hold(frame(n, 500), 3 * FRAME_US);
+            sw.hold(frame(n, 500), (3 + STARVED_FRAMES) * FRAME_US);
         }
         assert!(matches!(actions(&mut sw).last(), Some(Action::Cut(c)) if c.to == "low"));
         // The new rendition's subscription plays now.
@@ -667,6 +695,41 @@ mod tests {
         assert_eq!(times, [0, 1, GOP, GOP + 1, GOP + 2]);
         // The frames between are numbered as missing, so the player skips them.
         assert_eq!(out[2].0, GOP);
+    }
+
+    /// Under load the higher rendition's encoder runs a frame or two behind the lower
+    /// one's: its frames still come, so the cut waits for them instead of skipping them.
+    #[test]
+    fn a_switch_down_waits_for_a_rendition_playing_that_runs_a_frame_behind() {
+        let mut sw = Switcher::new(&catalog(), "low", &pin("high"), 100, 0, 0).unwrap();
+        sw.subscribed(None);
+        sw.old(frame(0, 0), 0);
+        sw.set_prefs(&pin("low"), FRAME_US);
+        sw.tick(FRAME_US);
+        assert_eq!(actions(&mut sw).len(), 1, "subscribes");
+        sw.switch_subscribed(Some(0));
+        // Each frame of the new rendition comes a frame time before the old one's.
+        let mut cut = false;
+        for n in 1..GOP + 3 {
+            let t = (n + 1) * FRAME_US;
+            if cut {
+                sw.old(frame(n + 1, 500), t);
+                continue;
+            }
+            if n + 1 >= GOP {
+                sw.hold(frame(n + 1, 500), t);
+            }
+            sw.old(frame(n, 0), t + FRAME_US / 2);
+            sw.tick(t + FRAME_US / 2);
+            cut = actions(&mut sw)
+                .iter()
+                .any(|a| matches!(a, Action::Cut(c) if c.to == "low"));
+        }
+        assert!(cut, "switched");
+        let out = forwarded(&mut sw);
+        let times: Vec<u64> = out.iter().map(|(_, t)| *t).collect();
+        assert_eq!(times, (0..GOP + 4).collect::<Vec<_>>(), "no frame skipped");
+        assert!(out.windows(2).all(|w| w[1].0 == w[0].0 + 1), "{out:?}");
     }
 
     #[test]

@@ -260,3 +260,40 @@ fn a_fresh_token_set_while_playing_outlives_the_one_that_expires() {
         "the error says what to do: {err}"
     );
 }
+
+/// A token set while the relay is away is the one the publisher comes back with, its old
+/// one having expired meanwhile.
+#[test]
+fn a_publisher_comes_back_with_the_token_set_while_the_relay_was_away() {
+    let mut relay = JwtRelay::start();
+    let pin = format!("tls-fingerprint={}", relay.relay.fingerprint);
+    let expires = unix_now().as_secs() + 5;
+    let expiring = relay.token("demo", None, Some(expires));
+    let sender = Sender::through_relay(&ours(format!(
+        "url={} {pin} auth-token={expiring}",
+        relay.url("/demo/show")
+    )));
+    let lost = crate::count_messages(&sender.pipeline, "moq-disconnected");
+    wait_announced(&sender.sink);
+    relay.relay.kill();
+    // Once the publisher knows the relay is gone (QUIC's idle timeout), a fresh token.
+    wait_until("the publisher lost the relay", || *lost.lock().unwrap() > 0);
+    let fresh = relay.token("demo", None, None);
+    sender.sink.set_property("auth-token", &fresh);
+    // Back after the old token expired.
+    let back_at = Duration::from_secs(expires + 1);
+    std::thread::sleep(back_at.saturating_sub(unix_now()));
+    relay.relay.spawn();
+    let viewer = Receiver::start(&ours(format!(
+        "url={}?jwt={fresh} {pin} media-timeout=20000",
+        relay.url("/demo/show")
+    )));
+    let played = viewer.wait_frames(24, WAIT);
+    let bus = sender.pipeline.bus().unwrap();
+    let sender_error = wait_bus(&bus, Duration::from_millis(10), |_| None::<()>).err();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    played.unwrap_or_else(|e| {
+        panic!("the publisher is back with the fresh token: {e}; {sender_error:?}")
+    });
+}

@@ -215,6 +215,8 @@ async fn run(
     // A session announced by a move, to go on with.
     let mut moved: Option<Session> = None;
     loop {
+        // The newest token, also one set while no session was up.
+        config.auth_token = tokens.borrow_and_update().clone();
         let session = match moved.take() {
             Some(session) => Ok(session),
             None => announce_on(&relays[at], &config, false).await,
@@ -276,7 +278,8 @@ async fn run(
             }
             Err(err) => err,
         };
-        if err.is_refusal() {
+        // Refused with a token the application has replaced since: try the new one.
+        if err.is_refusal() && !tokens.has_changed().unwrap_or(false) {
             let _ = events.try_send(RelayEvent::Refused(err));
             return;
         }

@@ -200,6 +200,12 @@ async fn announce_elsewhere(
     None
 }
 
+/// How a publishing session came to an end: lost, or to be replaced by one elsewhere.
+enum Ending {
+    Closed(SessionError),
+    Move(Vec<RelayTarget>, MoveCause),
+}
+
 async fn run(
     relays: Vec<RelayTarget>,
     config: SessionConfig,
@@ -231,43 +237,45 @@ async fn run(
                 backoff = FIRST_BACKOFF;
                 announced.store(true, Ordering::Relaxed);
                 *lock(&current) = Some(session.clone());
-                let (targets, why) = tokio::select! {
-                    closed = session.closed() => (Err(closed), MoveCause::Goaway),
+                let ending = tokio::select! {
+                    closed = session.closed() => Ending::Closed(closed),
                     uri = session.goaway_received() => {
-                        (Ok(move_targets(&relays, at, &uri)), MoveCause::Goaway)
+                        Ending::Move(move_targets(&relays, at, &uri), MoveCause::Goaway)
                     }
                     Ok(()) = tokens.changed() => {
                         config.auth_token = tokens.borrow_and_update().clone();
-                        (Ok(vec![relays[at].clone()]), MoveCause::AuthToken)
+                        Ending::Move(vec![relays[at].clone()], MoveCause::AuthToken)
                     }
                 };
-                let closed = match targets {
-                    Err(closed) => Some(closed),
-                    Ok(targets) => match announce_elsewhere(targets, &config).await {
-                        Some((next, target)) => {
-                            let from = relays[at].url.to_string();
-                            if let Some(i) = relays.iter().position(|r| r.url == target.url) {
-                                at = i;
+                let closed = match ending {
+                    Ending::Closed(closed) => Some(closed),
+                    Ending::Move(targets, why) => {
+                        match announce_elsewhere(targets, &config).await {
+                            Some((next, target)) => {
+                                let from = relays[at].url.to_string();
+                                if let Some(i) = relays.iter().position(|r| r.url == target.url) {
+                                    at = i;
+                                }
+                                *lock(&current) = Some(next.clone());
+                                // The old session serves what the relay still routes
+                                // through it until the relay closes it.
+                                let old = session.clone();
+                                tokio::spawn(async move {
+                                    let _ = old.closed().await;
+                                });
+                                let _ = events.try_send(RelayEvent::Moved {
+                                    from,
+                                    url: target.url.to_string(),
+                                    peer: next.remote_address(),
+                                    why,
+                                });
+                                moved = Some(next);
+                                None
                             }
-                            *lock(&current) = Some(next.clone());
-                            // The old session serves what the relay still routes
-                            // through it until the relay closes it.
-                            let old = session.clone();
-                            tokio::spawn(async move {
-                                let _ = old.closed().await;
-                            });
-                            let _ = events.try_send(RelayEvent::Moved {
-                                from,
-                                url: target.url.to_string(),
-                                peer: next.remote_address(),
-                                why,
-                            });
-                            moved = Some(next);
-                            None
+                            // Nowhere to go: serve the old session until it closes.
+                            None => Some(session.closed().await),
                         }
-                        // Nowhere to go: serve the old session until it closes.
-                        None => Some(session.closed().await),
-                    },
+                    }
                 };
                 let Some(closed) = closed else {
                     continue;

@@ -306,10 +306,15 @@ const MAX_WINDOW: u64 = 1 << 30;
 ///   (see [`crate::estimate`]), `window = rate × (min_rtt + target)`. Otherwise, while the
 ///   window holds data back, the acknowledged rate replaces it: that is the path's rate if
 ///   the link is saturated, and `window / rtt` if not, so the window follows the path
-///   down and grows by up to `(min_rtt + target) / rtt` per measurement without any
-///   probing. While the sender is app-limited, the window never falls below what the
-///   (held) estimate gives. On a constant link the window holds still: no probing cycle,
-///   no oscillation.
+///   down and grows by up to `(min_rtt + target) / rtt` per measurement. While the
+///   queue is below target it also grows by a packet per round trip at least: quinn
+///   sends while a full packet leaves the bytes in flight below the window, so the
+///   smallest window carries one packet per round trip, too few for a busy interval,
+///   and per-packet delays (serialisation, the receiver's ack delay) can keep the round
+///   trip above `min_rtt + target`; following the acknowledged rate alone, such a
+///   window stayed where it was on any link. While the sender is app-limited, the
+///   window never falls below what the (held) estimate gives. On a constant link,
+///   measured busy, the window holds still: no probing cycle, no oscillation.
 /// - **Cutting at once.** When the standing queue (the smallest queueing delay over the
 ///   last 200 ms) exceeds 1.5 × target, the window is scaled by
 ///   `(min_rtt + target) / (min_rtt + queue)`: for a saturated link that is the window
@@ -451,7 +456,23 @@ impl Delay {
                 // follows the path down and grows by up to (min_rtt + target) / rtt
                 // per measurement without probing.
                 if self.confirmed {
-                    self.window = window;
+                    // Without a standing queue the path is not what holds the window
+                    // back: it grows by a packet per round trip at least. The
+                    // acknowledged rate alone would keep a small window where it is, or
+                    // shrink it, whenever per-packet delays (a slow link's
+                    // serialisation, the receiver's ack delay) keep the round trip
+                    // above min_rtt + target, and the smallest window (one packet in
+                    // flight) would stay the smallest on any link.
+                    self.window = if queue <= target {
+                        let step = u128::from(self.mtu) * u128::from(acked)
+                            / u128::from(self.window.max(1));
+                        let grown = self
+                            .window
+                            .saturating_add(u64::try_from(step).unwrap_or(u64::MAX));
+                        window.max(grown)
+                    } else {
+                        window
+                    };
                 } else {
                     // Until the path was first measured: slow start while the queue is
                     // below target.

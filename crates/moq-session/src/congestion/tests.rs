@@ -228,6 +228,76 @@ fn delay_lets_an_app_limited_stream_through_and_tolerates_loss() {
 }
 
 #[test]
+fn delay_grows_out_of_its_smallest_window_when_nothing_queues() {
+    // quinn sends a packet only while a full one leaves the bytes in flight below the
+    // window, so the smallest window (two packets) carries one per round trip. Its
+    // acknowledged rate is then half the window per round trip: following it alone, the
+    // window stays at its smallest on any link (here 100 ms of path plus 35 ms of
+    // serialisation and ack delay per packet, no queue), with a sender that always has
+    // data (as in a mobile dip, where a stale estimate kept it there for a minute).
+    let mtu = u64::from(MTU);
+    let min = Duration::from_millis(100);
+    let mut cc = delay();
+    let t0 = Instant::now();
+    let mut now = t0 + min;
+    // The path measured busy at about 1.9 Mbit/s: prompt acknowledgements of two packets
+    // every 10 ms, each packet 40 ms over the minimum round trip.
+    cc.acked(now, now - min, mtu, false, min, min);
+    cc.acks_done(now, 20 * mtu, false);
+    for _ in 0..150 {
+        now += Duration::from_millis(10);
+        for _ in 0..2 {
+            cc.sent(now, mtu);
+            cc.acked(
+                now,
+                now - min - Duration::from_millis(40),
+                mtu,
+                false,
+                min,
+                min,
+            );
+        }
+        cc.acks_done(now, 20 * mtu, false);
+    }
+    assert!(cc.path(now).confirmed);
+    // Persistent congestion: the smallest window.
+    cc.lost(now, true, 20 * mtu);
+    assert_eq!(Controller::window(&cc), 2 * mtu);
+    let per_packet = Duration::from_millis(35);
+    let mut rounds = Vec::new();
+    while now < t0 + Duration::from_secs(12) {
+        // A round trip: every packet the window lets out, acknowledged alone 10 ms apart.
+        let mut in_flight = 0;
+        while in_flight + mtu < Controller::window(&cc) {
+            cc.sent(now, mtu);
+            in_flight += mtu;
+        }
+        let sent = now;
+        let packets = in_flight / mtu;
+        for i in 0..packets {
+            let at = sent + min + per_packet + Duration::from_millis(10 * i);
+            in_flight -= mtu;
+            cc.acked(at, sent, mtu, false, min + per_packet, min);
+            cc.acks_done(at, in_flight, false);
+            now = at;
+        }
+        rounds.push(packets);
+    }
+    let last: Vec<u64> = rounds.iter().rev().take(5).copied().collect();
+    println!(
+        "delay from its smallest window, no queue: packets per round trip {:?} .. {:?}, \
+         window {} B",
+        &rounds[..5.min(rounds.len())],
+        last,
+        Controller::window(&cc)
+    );
+    assert!(
+        last.iter().all(|&p| p >= 4),
+        "stuck at its smallest window: {rounds:?}"
+    );
+}
+
+#[test]
 fn delay_window_arithmetic_saturates() {
     assert_eq!(scale(u64::MAX, Duration::MAX, Duration::ZERO), u64::MAX);
     assert_eq!(bytes_in(8_000_000, S), 1_000_000);

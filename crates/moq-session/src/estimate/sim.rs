@@ -275,7 +275,9 @@ impl Sim<'_> {
         while self.buffer > 0 {
             let payload = self.buffer.min(MSS - OVERHEAD);
             let size = payload + OVERHEAD;
-            if self.in_flight + size > self.window.window() {
+            // As quinn: a packet goes only if a full-sized one would leave the in-flight
+            // bytes below the window (a window of two packets carries one at a time).
+            if self.in_flight + MSS >= self.window.window() {
                 self.blocked = true;
                 return;
             }

@@ -38,7 +38,9 @@
 //!   waits, longer after each failure (2 s, then 3 s). (The pacer sends no faster than the
 //!   congestion window allows, so a stream far below a grown path shows nothing of it:
 //!   raising the stream is the only way to find out.) So a small stream finds its way up,
-//!   and a stream at its floor tries again within a few seconds.
+//!   and a stream at its floor tries again within a few seconds. A path whose transport
+//!   holds data back (not app-limited) is not probed: the stream already fills what the
+//!   transport gives it, and a step up would only queue at the sender.
 //! - the target is the goal over the encoder's ratio (bounded, so a stream whose content
 //!   cannot reach the target is not pushed far above it), within the configured minimum and
 //!   maximum; changes below 2 % are not worth reconfiguring the encoder.
@@ -143,6 +145,9 @@ pub struct PathReport {
     /// Bits per second the path carried recently (acknowledged): what an overloaded path
     /// is taken to deliver until its delivery rate is measured.
     pub acked_bps: Option<u64>,
+    /// The transport had data waiting at its latest acknowledgement (the sender was not
+    /// app-limited): a path that measures nothing then already carries all it is given.
+    pub held_back: bool,
 }
 
 /// Why the target changed.
@@ -183,6 +188,8 @@ struct View {
     clear: bool,
     /// The delivery rate was measured lately: the limit is a measurement.
     fresh: bool,
+    /// The transport holds data back.
+    held_back: bool,
 }
 
 /// A probe step in progress.
@@ -325,6 +332,7 @@ impl RateController {
             queueing,
             clear,
             fresh,
+            held_back: path.held_back,
         })
     }
 
@@ -463,7 +471,14 @@ impl RateController {
             self.goal = path.limit.min(self.goal + step);
             return Some(Change::Rise);
         }
-        if !path.clear || now_us < self.rise_after_us || now_us < self.next_probe_us {
+        // A transport that holds data back is what limits the stream: a step up would
+        // only queue more at the sender (a congestion window stuck small measures
+        // nothing, and the stream fills it).
+        if !path.clear
+            || path.held_back
+            || now_us < self.rise_after_us
+            || now_us < self.next_probe_us
+        {
             return None;
         }
         if self.target >= self.config.max_bps as f64 {

@@ -249,6 +249,8 @@ impl SimPath {
                 lost as f64 / (lost + delivered) as f64
             },
             acked_bps,
+            // Frames go straight onto the link: no transport window holds them back.
+            held_back: false,
         }
     }
 }

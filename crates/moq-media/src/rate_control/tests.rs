@@ -20,6 +20,7 @@ fn path(delivery_kbit: u64, queue_ms: u64) -> PathReport {
         queue_trough_us: None,
         loss_rate: 0.0,
         acked_bps: Some(delivery_kbit * 1000),
+        held_back: false,
     }
 }
 
@@ -175,6 +176,27 @@ fn an_unmeasured_quiet_path_is_probed_gently_up_to_the_maximum() {
     );
     let probes = c.encoder().lag_samples();
     assert_eq!(probes, 0, "no frames, so no lag measured");
+}
+
+#[test]
+fn a_path_whose_transport_holds_data_back_is_not_probed() {
+    // The same unmeasured quiet path, once with the sender app-limited and once with the
+    // transport holding data back (its window, not the stream, is the limit).
+    let quiet = PathReport {
+        delivery_bps: Some(600_000),
+        sample_age_us: Some(30 * S),
+        ..PathReport::default()
+    };
+    let held = PathReport {
+        held_back: true,
+        ..quiet
+    };
+    let mut free = RateController::new(config());
+    let probed = run(&mut free, 0.0, 20.0, |_| vec![quiet]);
+    let mut blocked = RateController::new(config());
+    let kept = run(&mut blocked, 0.0, 20.0, |_| vec![held]);
+    assert!(probed.last().unwrap().1 > 900_000, "{probed:?}");
+    assert!(kept.iter().all(|&(_, t)| t == 600_000), "{kept:?}");
 }
 
 #[test]

@@ -23,6 +23,7 @@ pub fn path_report(estimate: &PathEstimate) -> PathReport {
         queue_trough_us: estimate.queue_trough.map(us),
         loss_rate: estimate.loss_rate,
         acked_bps: estimate.acked_rate,
+        held_back: !estimate.app_limited,
     }
 }
 
@@ -112,6 +113,17 @@ mod tests {
             ..estimate
         };
         assert_eq!(path_report(&without).queue_delay_us, 120_000);
+    }
+
+    #[test]
+    fn a_transport_with_data_waiting_holds_the_stream_back() {
+        let waiting = PathEstimate::default();
+        assert!(path_report(&waiting).held_back);
+        let app_limited = PathEstimate {
+            app_limited: true,
+            ..waiting
+        };
+        assert!(!path_report(&app_limited).held_back);
     }
 
     #[test]

@@ -147,6 +147,7 @@ pub struct PathReport {
     pub acked_bps: Option<u64>,
     /// The transport had data waiting at its latest acknowledgement (the sender was not
     /// app-limited): a path that measures nothing then already carries all it is given.
+    /// Also true before the first acknowledgement, when nothing is known to probe on.
     pub held_back: bool,
 }
 

@@ -454,7 +454,7 @@ impl Delay {
                 // the path's rate if the link is saturated, and window / round trip
                 // (more than the rate the window was set from) if not, so the window
                 // follows the path down and grows by up to (min_rtt + target) / rtt
-                // per measurement without probing.
+                // per measurement, with no probing cycle of its own.
                 if self.confirmed {
                     // Without a standing queue the path is not what holds the window
                     // back: it grows by a packet per round trip at least. The

@@ -132,7 +132,7 @@ pub struct PathEstimate {
     /// window, its busy time seconds back, is that old however recently it was computed.
     pub path_busy_age: Option<Duration>,
     /// The transport reported the sender app-limited (nothing waiting to be sent) at the
-    /// latest acknowledgement.
+    /// latest acknowledgement; false until the first one.
     pub app_limited: bool,
     /// Smoothed round trip (as the transport reports it).
     pub rtt: Option<Duration>,

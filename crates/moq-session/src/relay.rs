@@ -248,20 +248,20 @@ async fn run(
                     }
                 };
                 let closed = match ending {
-                    Ending::Closed(closed) => Some(closed),
+                    Ending::Closed(closed) => closed,
                     Ending::Move(targets, why) => {
                         match announce_elsewhere(targets, &config).await {
                             Some((next, target)) => {
                                 let from = relays[at].url.to_string();
-                                if let Some(i) = relays.iter().position(|r| r.url == target.url) {
-                                    at = i;
-                                }
+                                at = relays
+                                    .iter()
+                                    .position(|r| r.url == target.url)
+                                    .unwrap_or(at);
                                 *lock(&current) = Some(next.clone());
-                                // The old session serves what the relay still routes
-                                // through it until the relay closes it.
-                                let old = session.clone();
+                                // The old session serves what the relay still routes through
+                                // it until the relay closes it.
                                 tokio::spawn(async move {
-                                    let _ = old.closed().await;
+                                    let _ = session.closed().await;
                                 });
                                 let _ = events.try_send(RelayEvent::Moved {
                                     from,
@@ -270,15 +270,12 @@ async fn run(
                                     why,
                                 });
                                 moved = Some(next);
-                                None
+                                continue;
                             }
                             // Nowhere to go: serve the old session until it closes.
-                            None => Some(session.closed().await),
+                            None => session.closed().await,
                         }
                     }
-                };
-                let Some(closed) = closed else {
-                    continue;
                 };
                 lock(&current).take();
                 announced.store(false, Ordering::Relaxed);

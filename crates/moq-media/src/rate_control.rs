@@ -41,9 +41,10 @@
 //!   and a stream at its floor tries again within a few seconds. A path whose transport
 //!   holds data back (not app-limited) is not probed: the stream already fills what the
 //!   transport gives it, and a step up would only queue at the sender.
-//! - the target is the goal over the encoder's ratio (bounded, so a stream whose content
-//!   cannot reach the target is not pushed far above it), within the configured minimum and
-//!   maximum; changes below 2 % are not worth reconfiguring the encoder.
+//! - the target is the one the encoder's output, as learned at each level, makes the goal
+//!   from (its ratio bounded, so a stream whose content cannot reach the target is not
+//!   pushed far above it), within the configured minimum and maximum; changes below 2 % are
+//!   not worth reconfiguring the encoder.
 //!
 //! No clock is read: callers pass times in µs.
 
@@ -285,11 +286,34 @@ impl RateController {
         self.model.on_frame(now_us, bytes, key);
     }
 
-    fn ratio(&self) -> f64 {
-        self.model
-            .ratio()
-            .unwrap_or(1.0)
-            .clamp(RATIO_COMPENSATED.0, RATIO_COMPENSATED.1)
+    /// What the encoder makes of `target_bps`, as far as it is compensated for.
+    fn output_for(&self, target_bps: f64) -> f64 {
+        let ratio = self.model.ratio_at(target_bps).unwrap_or(1.0);
+        target_bps * ratio.clamp(RATIO_COMPENSATED.0, RATIO_COMPENSATED.1)
+    }
+
+    /// The target within `[min, max]` that makes the encoder produce `goal`: the output
+    /// grows with the target, so halving the interval finds it.
+    fn target_for(&self, goal: f64, min: f64, max: f64) -> f64 {
+        if self.output_for(min) >= goal {
+            return min;
+        }
+        if self.output_for(max) <= goal {
+            return max;
+        }
+        let (mut low, mut high) = (min, max);
+        for _ in 0..32 {
+            let mid = (low + high) / 2.0;
+            if self.output_for(mid) < goal {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        // The ratio there, applied to the goal: exactly the goal over a ratio that does not
+        // depend on the level.
+        let target = (low + high) / 2.0;
+        (goal * target / self.output_for(target)).clamp(min, max)
     }
 
     /// What one path says, if anything.
@@ -512,9 +536,8 @@ impl RateController {
     /// Sets the target for the goal; returns it when it changed enough.
     fn apply(&mut self, now_us: u64, change: Change) -> Option<(u64, Change)> {
         let (min, max) = (self.config.min_bps as f64, self.config.max_bps as f64);
-        let ratio = self.ratio();
-        self.goal = self.goal.clamp(min * ratio, max * ratio);
-        self.target = (self.goal / ratio).clamp(min, max);
+        self.goal = self.goal.clamp(self.output_for(min), self.output_for(max));
+        self.target = self.target_for(self.goal, min, max);
         let reported = self.reported_bps as f64;
         let at_bound = self.target == min || self.target == max;
         let small = (self.target - reported).abs() < MIN_CHANGE * reported;

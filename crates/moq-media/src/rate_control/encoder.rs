@@ -25,8 +25,21 @@
 //!   moved half-way to where the step should take it, less half the window, is a lag
 //!   sample. The lag is smoothed, quick to grow and slow to shrink, and
 //!   starts at [`PRIOR_LAG_US`];
-//! - the ratio is sampled while the target has held for a lag plus a window, smoothed over
-//!   a few seconds.
+//! - the output is sampled while the targets of the last lag plus window stayed within
+//!   15 % of each other, against the target the window's output was made for
+//!   (the mean, weighted by time, of the targets over the window a lag earlier). Small
+//!   trims do not restart the wait: a controller that trims its target every second or two
+//!   (a slow link's cuts) would otherwise never let the output be measured; a ramp or a
+//!   step does, so a lag learned wrong cannot pair an output with a target far from the
+//!   one it was made for.
+//! - the ratio is not one number: an encoder with a quality floor (openh264 in its bitrate
+//!   mode) overshoots a low target far more than a high one, and a ratio learned at 1
+//!   Mbit/s is wrong at 300 kbit/s exactly when a link has just dropped there. The samples
+//!   of the last few seconds are fitted with a line, output = slope × target + intercept
+//!   (least squares, older samples weighing less), which the ratio at any target is read
+//!   from. Until the samples span levels far enough apart to show an intercept, the line
+//!   goes through the origin (a plain ratio); a light pseudo-sample there keeps the
+//!   intercept modest.
 //!
 //! No clock is read: every input carries its time in µs.
 
@@ -48,8 +61,16 @@ pub const STEP: f64 = 0.2;
 pub const PRIOR_LAG_US: u64 = 1_000_000;
 /// Longest lag believed; a step not answered by then teaches nothing.
 pub const MAX_LAG_US: u64 = 4_000_000;
-/// Smoothing of the ratio, µs (its time constant).
-const RATIO_TAU_US: f64 = 4_000_000.0;
+/// Most the targets behind a sample of the output may differ, as a share of the least.
+const SAMPLE_SPREAD: f64 = 0.15;
+/// Age at which a sample of the output weighs 1/e of a new one, µs; only time in which
+/// samples are taken ages the fit, so a stretch of steps does not erase it.
+const FIT_TAU_US: f64 = 6_000_000.0;
+/// Weight of the pseudo-sample at the origin, as a share of the samples' weight.
+const ORIGIN_WEIGHT: f64 = 0.01;
+/// Least spread of the samples' targets (their deviation over their mean) a line is drawn
+/// through; closer together, the slope is noise and the line goes through the origin.
+const LINE_SPREAD: f64 = 0.1;
 /// Without a frame for this long the stream has stopped: no ratio is learned.
 const STOPPED_US: u64 = 500_000;
 /// Ratios believed.
@@ -83,14 +104,13 @@ const MOVED_FRAMES: u32 = 3;
 #[derive(Debug, Clone)]
 pub struct EncoderModel {
     frames: VecDeque<Frame>,
-    /// Output over target, once measured.
-    ratio: Option<f64>,
+    /// The output against the target, once sampled.
+    fit: Option<Fit>,
     lag_us: u64,
     lag_samples: u32,
     step: Option<Step>,
-    /// The target now and since when.
-    target: f64,
-    target_since_us: u64,
+    /// The targets set, by age: (since when, bit/s), the newest last.
+    targets: VecDeque<(u64, f64)>,
     last_tick_us: Option<u64>,
 }
 
@@ -98,12 +118,11 @@ impl EncoderModel {
     pub fn new(target_bps: f64) -> EncoderModel {
         EncoderModel {
             frames: VecDeque::new(),
-            ratio: None,
+            fit: None,
             lag_us: PRIOR_LAG_US,
             lag_samples: 0,
             step: None,
-            target: target_bps,
-            target_since_us: 0,
+            targets: VecDeque::from([(0, target_bps)]),
             last_tick_us: None,
         }
     }
@@ -118,9 +137,16 @@ impl EncoderModel {
         self.lag_samples
     }
 
-    /// Output over target, once measured.
+    /// Output over target at the target in force, once measured.
     pub fn ratio(&self) -> Option<f64> {
-        self.ratio
+        self.ratio_at(self.target())
+    }
+
+    /// Output over target at `target_bps`, once measured.
+    pub fn ratio_at(&self, target_bps: f64) -> Option<f64> {
+        let (slope, intercept) = self.fit?.line()?;
+        let target = target_bps.max(1.0) / 1e6;
+        Some(((slope * target + intercept) / target).clamp(RATIO_RANGE.0, RATIO_RANGE.1))
     }
 
     /// An access unit of `bytes` reached the sink at `now_us`.
@@ -145,9 +171,14 @@ impl EncoderModel {
 
     /// The encoder was given `target_bps` at `now_us`.
     pub fn on_target(&mut self, now_us: u64, target_bps: f64) {
-        let previous = self.target;
-        self.target = target_bps;
-        self.target_since_us = now_us;
+        let previous = self.target();
+        self.targets.push_back((now_us, target_bps));
+        // The oldest kept is the one in force over the whole history.
+        while self.targets.len() > 1
+            && self.targets[1].0.saturating_add(HISTORY_US + MAX_LAG_US) < now_us
+        {
+            self.targets.pop_front();
+        }
         if previous <= 0.0 || (target_bps / previous - 1.0).abs() < STEP {
             // A small change: the step being watched (if any) still dominates.
             return;
@@ -173,23 +204,65 @@ impl EncoderModel {
         let Some((rate, window)) = self.output(now_us) else {
             return;
         };
-        let settled = self
-            .target_since_us
-            .saturating_add(self.lag_us)
-            .saturating_add(window);
+        let (low, high) = self.target_range(
+            now_us.saturating_sub(self.lag_us.saturating_add(window)),
+            now_us,
+        );
+        let settled = high <= low * (1.0 + SAMPLE_SPREAD);
         // A stream that stopped (a stalled source, EOS) says nothing of the encoder.
         let flowing = self
             .frames
             .back()
             .is_some_and(|f| now_us.saturating_sub(f.at_us) <= STOPPED_US);
-        if now_us < settled || self.target <= 0.0 || !flowing {
+        let made_at = now_us.saturating_sub(self.lag_us);
+        let target = self.mean_target(made_at.saturating_sub(window), made_at);
+        if !settled || target <= 0.0 || !flowing {
             return;
         }
-        let sample = (rate / self.target).clamp(RATIO_RANGE.0, RATIO_RANGE.1);
-        self.ratio = Some(match self.ratio {
-            None => sample,
-            Some(r) => r + (sample - r) * (elapsed as f64 / RATIO_TAU_US).min(1.0),
-        });
+        // A sample past the ratios believed is a stream that does not answer its target
+        // (a stalled encoder, a scene cut): kept at the bound, as before the fit.
+        let rate = rate.clamp(RATIO_RANGE.0 * target, RATIO_RANGE.1 * target);
+        let decay = (-(elapsed as f64) / FIT_TAU_US).exp();
+        self.fit
+            .get_or_insert_with(Fit::default)
+            .add(decay, target / 1e6, rate / 1e6);
+    }
+
+    /// The target in force now, bit/s.
+    fn target(&self) -> f64 {
+        self.targets.back().map_or(0.0, |t| t.1)
+    }
+
+    /// The least and the greatest target in force over [`from_us`, `to_us`].
+    fn target_range(&self, from_us: u64, to_us: u64) -> (f64, f64) {
+        self.in_force(from_us, to_us)
+            .fold((f64::MAX, 0.0), |(low, high), (_, _, bps)| {
+                (low.min(bps), high.max(bps))
+            })
+    }
+
+    /// The targets in force over [`from_us`, `to_us`]: (from, until, bit/s), clipped to it.
+    fn in_force(&self, from_us: u64, to_us: u64) -> impl Iterator<Item = (u64, u64, f64)> + '_ {
+        self.targets
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, &(since, bps))| {
+                let until = self.targets.get(i + 1).map_or(u64::MAX, |t| t.0);
+                let (start, end) = (since.max(from_us), until.min(to_us));
+                (end > start).then_some((start, end, bps))
+            })
+    }
+
+    /// The targets' mean over [`from_us`, `to_us`), weighted by how long each was in force.
+    fn mean_target(&self, from_us: u64, to_us: u64) -> f64 {
+        if to_us <= from_us {
+            return self.target();
+        }
+        let sum: f64 = self
+            .in_force(from_us, to_us)
+            .map(|(start, end, bps)| bps * (end - start) as f64)
+            .sum();
+        sum / (to_us - from_us) as f64
     }
 
     /// The output rate at `now_us` over the last whole GoPs (see the module documentation),
@@ -292,5 +365,57 @@ impl EncoderModel {
             (self.lag_us * 3 + sample) / 4
         };
         self.lag_samples = self.lag_samples.saturating_add(1);
+    }
+}
+
+/// Sums of the samples of the output (y) against the target (x), Mbit/s, each weighted by
+/// its age: what a weighted least-squares line needs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fit {
+    w: f64,
+    x: f64,
+    y: f64,
+    xx: f64,
+    xy: f64,
+}
+
+impl Fit {
+    /// Ages the samples so far by `decay` (their weight's factor) and adds one.
+    fn add(&mut self, decay: f64, x: f64, y: f64) {
+        for sum in [
+            &mut self.w,
+            &mut self.x,
+            &mut self.y,
+            &mut self.xx,
+            &mut self.xy,
+        ] {
+            *sum *= decay;
+        }
+        self.w += 1.0;
+        self.x += x;
+        self.y += y;
+        self.xx += x * x;
+        self.xy += x * y;
+    }
+
+    /// (slope, intercept) of the line through the samples and the pseudo-sample at the
+    /// origin; a line through the origin where the samples' levels are too close together
+    /// for a slope, or show a falling one.
+    fn line(&self) -> Option<(f64, f64)> {
+        if self.w <= 0.0 || self.x <= 0.0 {
+            return None;
+        }
+        let through_origin = Some((self.y / self.x, 0.0));
+        let mean = self.x / self.w;
+        let spread = (self.xx / self.w - mean * mean).max(0.0).sqrt();
+        if spread < LINE_SPREAD * mean {
+            return through_origin;
+        }
+        let w = self.w * (1.0 + ORIGIN_WEIGHT);
+        let slope = (w * self.xy - self.x * self.y) / (w * self.xx - self.x * self.x);
+        if !slope.is_finite() || slope <= 0.0 {
+            return through_origin;
+        }
+        Some((slope, (self.y - slope * self.x) / w))
     }
 }

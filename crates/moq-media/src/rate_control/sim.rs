@@ -3,8 +3,8 @@
 //!
 //! - [`SimEncoder`]: GoP of `gop` frames, a keyframe `key_factor` times a P-frame, optional
 //!   B-frames (3 between references, half a P-frame each); the frame made now spends the
-//!   target set `lag_frames` frames ago (lookahead), times `ratio`; sizes vary by ±10 %
-//!   (seeded).
+//!   target set `lag_frames` frames ago (lookahead), times `ratio`, plus `floor_bps`; sizes
+//!   vary by ±10 % (seeded).
 //! - [`SimPath`]: a drop-tail FIFO of 1200-byte packets served at a rate trace, 1 ms steps;
 //!   it reports as the session's estimator does: the delivery rate over busy intervals
 //!   (packets that waited behind the previous one), the acknowledged rate over 0.5 s, the
@@ -51,6 +51,9 @@ pub struct SimEncoder {
     pub bframes: bool,
     pub lag_frames: usize,
     pub ratio: f64,
+    /// Bits per second made whatever the target (an encoder that cannot go below a
+    /// quality floor overshoots low targets more).
+    pub floor_bps: f64,
     targets: VecDeque<f64>,
     index: u64,
     rng: Rng,
@@ -79,6 +82,7 @@ impl SimEncoder {
             bframes,
             lag_frames,
             ratio,
+            floor_bps: 0.0,
             targets: VecDeque::new(),
             index: 0,
             rng: Rng::new(11),
@@ -101,7 +105,8 @@ impl SimEncoder {
             _ => 0.5,
         };
         let total: f64 = (0..self.gop).map(weight).sum();
-        let gop_bits = self.ratio * spent * self.gop as f64 * FRAME_US as f64 / 1e6;
+        let gop_bits =
+            (self.ratio * spent + self.floor_bps) * self.gop as f64 * FRAME_US as f64 / 1e6;
         let noise = 1.0 + 0.1 * (2.0 * self.rng.next() - 1.0);
         let bytes = (gop_bits * weight(position) / total / 8.0 * noise).max(50.0);
         (bytes as u64, position == 0)

@@ -294,6 +294,46 @@ fn the_ratio_and_the_output_rate_are_learned_over_whole_gops() {
 }
 
 #[test]
+fn the_ratio_is_learned_while_the_target_is_trimmed_in_small_steps() {
+    // A slow link's cuts: 3 % less every second, never a step. Each trim used to restart
+    // the wait for a settled target, so no output was ever sampled.
+    let mut encoder = SimEncoder::new(3, 1.4, 3.0, false);
+    let mut model = EncoderModel::new(300e3);
+    let mut target: f64 = 300e3;
+    for frame in 1..=(20 * S / FRAME_US) {
+        let now = frame * FRAME_US;
+        if now % S < FRAME_US {
+            target *= 0.97;
+            model.on_target(now, target);
+        }
+        let (bytes, key) = encoder.frame(target);
+        model.on_frame(now, bytes, key);
+        model.tick(now);
+    }
+    let ratio = model.ratio().expect("sampled");
+    assert!((ratio / 1.4 - 1.0).abs() < 0.1, "{ratio}");
+}
+
+#[test]
+fn an_encoder_that_overshoots_low_targets_is_read_at_the_level_it_runs() {
+    // openh264-like: 70 % of the target plus a floor of 130 kbit/s, taught at 600 and
+    // 1000 kbit/s. The ratio at 250 kbit/s (what a link dropping there asks for) is read
+    // off the line through both, before any sample there: 1.22, not the 0.85 of 1 Mbit/s.
+    let mut encoder = SimEncoder::new(3, 0.7, 3.0, false);
+    encoder.floor_bps = 130e3;
+    let model = teach(&mut encoder, 40.0, 5.0, 1000e3, 600e3);
+    let expected = |t: f64| (0.7 * t + 130e3) / t;
+    for level in [250e3, 600e3, 1000e3] {
+        let ratio = model.ratio_at(level).expect("learned");
+        eprintln!("{level}: {ratio:.3} (encoder {:.3})", expected(level));
+        assert!(
+            (ratio / expected(level) - 1.0).abs() < 0.08,
+            "{level}: {ratio}"
+        );
+    }
+}
+
+#[test]
 fn a_stream_that_stops_teaches_no_ratio() {
     let mut encoder = SimEncoder::new(2, 1.0, 4.0, false);
     let mut model = teach(&mut encoder, 10.0, 100.0, 600e3, 600e3);
@@ -501,4 +541,24 @@ fn the_target_compensates_what_the_encoder_really_produces() {
     assert!(target > 0.85 * 600e3, "{target}");
     assert!((440e3..=560e3).contains(&output), "{output}");
     let _ = Rng::new(0);
+}
+
+#[test]
+fn an_encoder_that_overshoots_low_targets_is_kept_below_a_link_that_dropped() {
+    // openh264-like (70 % of the target plus 130 kbit/s) on a link falling from 1200 to
+    // 300 kbit/s behind a 3 s queue: the output the controller aims for is read at the
+    // level it now runs, so the stream falls below the link and the queue drains.
+    let mut encoder = SimEncoder::new(3, 0.7, 3.0, false);
+    encoder.floor_bps = 130e3;
+    let mut s = Sim::new(
+        encoder,
+        SimPath::new(|t| if t < 10 * S { 1200e3 } else { 300e3 }, 112_500),
+        RateController::new(config()),
+    );
+    s.run(30.0);
+    let output = s.mean_output(15.0, 30.0);
+    let queue = s.trace.last().map_or(0.0, |x| x.queue_ms);
+    eprintln!("output {output:.0}, queue at the end {queue:.0} ms");
+    assert!(output < 0.9 * 300e3, "{output}");
+    assert!(queue < 2000.0, "{queue}");
 }

@@ -11,7 +11,11 @@
 //! - **Overload** is a queue that does not empty: the smallest queueing delay over a second
 //!   (the path's trough, not the passing wave of a keyframe) above 80 ms plus the time the
 //!   path takes for one packet (at 150 kbit/s a lone packet's serialisation alone is 64 ms
-//!   above the minimum round trip measured on a faster link), or loss above 5 %. An
+//!   above the minimum round trip measured on a faster link), or loss above 5 %; sooner,
+//!   a queue above 250 ms for 200 ms, or a transport holding data back that gets less
+//!   than 70 % of the encoder's output through (a delay-based congestion window shrinks
+//!   to a link that dropped, and the excess waits at the sender, not in the network,
+//!   before a busy interval measures the new rate). An
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), so its queue drains; a path whose
 //!   delivery rate was measured on busy time at most 2.5 s old allows 85 % of it (QUIC,
@@ -61,13 +65,19 @@ pub use encoder::EncoderModel;
 const HEADROOM: f64 = 0.85;
 /// A trough above this (plus a packet's serialisation) is a standing queue.
 const QUEUE_HIGH_US: u64 = 80_000;
+/// A standing queue (the smallest delay over 200 ms) above this (plus a packet's
+/// serialisation) is overload without waiting for the second-long trough: a keyframe's
+/// wave lasts that long only on a path far below the stream.
+const QUEUE_SEVERE_US: u64 = 250_000;
 /// A trough below this (plus a packet's serialisation) leaves room to probe.
 const QUEUE_CLEAR_US: u64 = 30_000;
 /// Loss above which a path is overloaded.
 const LOSS_HIGH: f64 = 0.05;
 /// What an overloaded path allows, as a share of what it carries.
 const BACKOFF: f64 = 0.8;
-/// Within the hold after a cut, a limit below this share of the cut's level cuts again.
+/// Within the hold after a cut, a limit below this share of the cut's level cuts again;
+/// a transport holding data back that gets less than this share of the encoder's output
+/// through is overloaded.
 const COLLAPSE: f64 = 0.7;
 /// Bits of a full packet, for the time the path takes for one.
 const PACKET_BITS: f64 = 1200.0 * 8.0;
@@ -292,13 +302,14 @@ impl RateController {
         target_bps * ratio.clamp(RATIO_COMPENSATED.0, RATIO_COMPENSATED.1)
     }
 
-    /// The target within `[min, max]` that makes the encoder produce `goal`: the output
-    /// grows with the target, so halving the interval finds it.
-    fn target_for(&self, goal: f64, min: f64, max: f64) -> f64 {
-        if self.output_for(min) >= goal {
+    /// The target within `[min, max]` that makes the encoder produce `goal`, which lies
+    /// between what they make: the output grows with the target, so halving the interval
+    /// finds it.
+    fn target_for(&self, goal: f64, (min, max): (f64, f64), (at_min, at_max): (f64, f64)) -> f64 {
+        if at_min >= goal {
             return min;
         }
-        if self.output_for(max) <= goal {
+        if at_max <= goal {
             return max;
         }
         let (mut low, mut high) = (min, max);
@@ -316,8 +327,8 @@ impl RateController {
         (goal * target / self.output_for(target)).clamp(min, max)
     }
 
-    /// What one path says, if anything.
-    fn view(path: &PathReport) -> Option<View> {
+    /// What one path says, if anything, while the encoder makes `produced` bit/s.
+    fn view(&self, path: &PathReport, produced: Option<f64>) -> Option<View> {
         let rate = match (path.delivery_bps, path.acked_bps) {
             (Some(d), Some(a)) => Some(d.max(a)),
             (d, a) => d.or(a),
@@ -326,8 +337,25 @@ impl RateController {
         // measured as queueing against a minimum round trip taken on a faster link.
         let packet_us = (PACKET_BITS * 1e6 / rate.unwrap_or(1_000_000).max(1) as f64) as u64;
         let queue = path.queue_trough_us.unwrap_or(path.queue_delay_us);
-        let overloaded =
-            queue > QUEUE_HIGH_US.saturating_add(packet_us) || path.loss_rate > LOSS_HIGH;
+        // Data waiting while the path gets far less through than the encoder makes: the
+        // congestion window already shrank to a link that dropped, and the excess queues
+        // at the sender, before a busy interval measures the new rate (a delay-based
+        // window keeps the network queue short, so no queue shows there). A path that
+        // gets next to nothing through (a peer that stopped reading, an outage) is not one
+        // to follow down.
+        let floor = self.config.min_bps as f64;
+        let backed_up = path.held_back
+            && path
+                .acked_bps
+                .zip(produced)
+                .is_some_and(|(acked, produced)| {
+                    let acked = acked as f64;
+                    acked >= 0.5 * floor && acked < COLLAPSE * produced
+                });
+        let overloaded = queue > QUEUE_HIGH_US.saturating_add(packet_us)
+            || path.queue_delay_us > QUEUE_SEVERE_US.saturating_add(packet_us)
+            || backed_up
+            || path.loss_rate > LOSS_HIGH;
         let queueing = overloaded || path.queue_delay_us > QUEUE_HIGH_US.saturating_add(packet_us);
         let clear =
             queue <= QUEUE_CLEAR_US.saturating_add(packet_us) && path.loss_rate <= LOSS_HIGH / 2.0;
@@ -374,7 +402,11 @@ impl RateController {
         };
         self.last_update_us = Some(now_us);
         self.model.tick(now_us);
-        let mut views: Vec<View> = paths.iter().filter_map(Self::view).collect();
+        let produced = self.model.output_bps(now_us);
+        let mut views: Vec<View> = paths
+            .iter()
+            .filter_map(|p| self.view(p, produced))
+            .collect();
         if views.is_empty() {
             return None;
         }
@@ -536,8 +568,9 @@ impl RateController {
     /// Sets the target for the goal; returns it when it changed enough.
     fn apply(&mut self, now_us: u64, change: Change) -> Option<(u64, Change)> {
         let (min, max) = (self.config.min_bps as f64, self.config.max_bps as f64);
-        self.goal = self.goal.clamp(self.output_for(min), self.output_for(max));
-        self.target = self.target_for(self.goal, min, max);
+        let (at_min, at_max) = (self.output_for(min), self.output_for(max));
+        self.goal = self.goal.clamp(at_min, at_max);
+        self.target = self.target_for(self.goal, (min, max), (at_min, at_max));
         let reported = self.reported_bps as f64;
         let at_bound = self.target == min || self.target == max;
         let small = (self.target - reported).abs() < MIN_CHANGE * reported;

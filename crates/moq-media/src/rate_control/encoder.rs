@@ -201,6 +201,14 @@ impl EncoderModel {
         {
             self.step = None;
         }
+        // A stream that stopped (a stalled source, EOS) says nothing of the encoder.
+        let flowing = self
+            .frames
+            .back()
+            .is_some_and(|f| now_us.saturating_sub(f.at_us) <= STOPPED_US);
+        if !flowing {
+            return;
+        }
         let Some((rate, window)) = self.output(now_us) else {
             return;
         };
@@ -208,15 +216,9 @@ impl EncoderModel {
             now_us.saturating_sub(self.lag_us.saturating_add(window)),
             now_us,
         );
-        let settled = high <= low * (1.0 + SAMPLE_SPREAD);
-        // A stream that stopped (a stalled source, EOS) says nothing of the encoder.
-        let flowing = self
-            .frames
-            .back()
-            .is_some_and(|f| now_us.saturating_sub(f.at_us) <= STOPPED_US);
         let made_at = now_us.saturating_sub(self.lag_us);
         let target = self.mean_target(made_at.saturating_sub(window), made_at);
-        if !settled || target <= 0.0 || !flowing {
+        if high > low * (1.0 + SAMPLE_SPREAD) || target <= 0.0 {
             return;
         }
         // A sample past the ratios believed is a stream that does not answer its target

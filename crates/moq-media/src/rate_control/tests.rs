@@ -200,6 +200,91 @@ fn a_path_whose_transport_holds_data_back_is_not_probed() {
 }
 
 #[test]
+fn a_link_that_drops_far_below_the_stream_is_cut_before_the_second_long_trough_shows_it() {
+    // 1.2 Mbit/s to 300 kbit/s with a deep queue and nothing to hold the stream back: the
+    // queue grows by 2 s per second. The second-long trough would wait for its whole
+    // window; the standing queue over 200 ms shows it within half a second.
+    let mut s = Sim::new(
+        SimEncoder::zerolatency(),
+        SimPath::new(|t| if t < 10 * S { 1200e3 } else { 300e3 }, 112_500),
+        RateController::new(config()),
+    );
+    s.run(15.0);
+    let below = s
+        .between(10.0, 15.0)
+        .find(|x| x.target_bps <= 300_000)
+        .map(|x| x.t_s - 10.0);
+    let peak = s
+        .between(10.0, 15.0)
+        .map(|x| x.queue_ms)
+        .fold(0.0, f64::max);
+    eprintln!("below the link after {below:?} s, queue up to {peak:.0} ms");
+    assert!(below.is_some_and(|d| d <= 0.7), "{below:?}");
+}
+
+#[test]
+fn a_transport_holding_data_back_that_gets_less_through_is_cut_at_once() {
+    // A link that dropped from 1.2 Mbit/s to 300 kbit/s under a delay-based congestion
+    // controller: its window shrank, so the network holds no queue and no busy interval
+    // measures the new rate (the old one is still fresh); the transport holds back what
+    // the encoder makes above the 300 kbit/s it gets through.
+    for held_back in [true, false] {
+        let mut c = RateController::new(config());
+        let mut encoder = SimEncoder::zerolatency();
+        let mut cut_after = None;
+        for ms in 1..=25_000u64 {
+            let now = ms * 1000;
+            if now % FRAME_US < 1000 {
+                let (bytes, key) = encoder.frame(c.target_bps() as f64);
+                c.on_frame(now, bytes, key);
+            }
+            if now % 100_000 == 0 {
+                let dropped = now > 20 * S;
+                let mut report = path(1100, 5);
+                if dropped {
+                    report.acked_bps = Some(300_000);
+                    report.held_back = held_back;
+                }
+                c.update(now, &[report]);
+                if dropped && cut_after.is_none() && c.target_bps() <= 300_000 {
+                    cut_after = Some((now - 20 * S) / 1000);
+                }
+            }
+        }
+        eprintln!("held back {held_back}: cut below the link after {cut_after:?} ms");
+        if held_back {
+            assert!(cut_after.is_some_and(|ms| ms <= 200), "{cut_after:?}");
+        } else {
+            assert_eq!(cut_after, None);
+        }
+    }
+}
+
+#[test]
+fn a_path_that_gets_next_to_nothing_through_is_not_followed_down() {
+    // A viewer that stopped reading: its transport holds data back and gets a trickle
+    // through. The stream is not cut to its floor for it.
+    let mut c = RateController::new(config());
+    let mut encoder = SimEncoder::zerolatency();
+    for ms in 1..=25_000u64 {
+        let now = ms * 1000;
+        if now % FRAME_US < 1000 {
+            let (bytes, key) = encoder.frame(c.target_bps() as f64);
+            c.on_frame(now, bytes, key);
+        }
+        if now % 100_000 == 0 {
+            let mut report = path(1100, 5);
+            if now > 20 * S {
+                report.acked_bps = Some(20_000);
+                report.held_back = true;
+            }
+            c.update(now, &[report]);
+        }
+    }
+    assert!(c.target_bps() > 600_000, "{}", c.target_bps());
+}
+
+#[test]
 fn the_target_stays_within_the_bounds() {
     let mut c = RateController::new(config());
     run(&mut c, 0.0, 5.0, |_| vec![path(50, 300)]);

@@ -222,6 +222,29 @@ fn a_link_that_drops_far_below_the_stream_is_cut_before_the_second_long_trough_s
     assert!(below.is_some_and(|d| d <= 0.7), "{below:?}");
 }
 
+/// Runs the controller for `seconds` with `encoder`'s frames reaching it and `report(now)`
+/// every 100 ms: (time µs, target) after each update.
+fn drive(
+    c: &mut RateController,
+    encoder: &mut SimEncoder,
+    seconds: u64,
+    report: impl Fn(u64) -> PathReport,
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for ms in 1..=seconds * 1000 {
+        let now = ms * 1000;
+        if now % FRAME_US < 1000 {
+            let (bytes, key) = encoder.frame(c.target_bps() as f64);
+            c.on_frame(now, bytes, key);
+        }
+        if now.is_multiple_of(100_000) {
+            c.update(now, &[report(now)]);
+            out.push((now, c.target_bps()));
+        }
+    }
+    out
+}
+
 #[test]
 fn a_transport_holding_data_back_that_gets_less_through_is_cut_at_once() {
     // A link that dropped from 1.2 Mbit/s to 300 kbit/s under a delay-based congestion
@@ -230,27 +253,18 @@ fn a_transport_holding_data_back_that_gets_less_through_is_cut_at_once() {
     // the encoder makes above the 300 kbit/s it gets through.
     for held_back in [true, false] {
         let mut c = RateController::new(config());
-        let mut encoder = SimEncoder::zerolatency();
-        let mut cut_after = None;
-        for ms in 1..=25_000u64 {
-            let now = ms * 1000;
-            if now % FRAME_US < 1000 {
-                let (bytes, key) = encoder.frame(c.target_bps() as f64);
-                c.on_frame(now, bytes, key);
+        let trace = drive(&mut c, &mut SimEncoder::zerolatency(), 25, |now| {
+            let mut report = path(1100, 5);
+            if now > 20 * S {
+                report.acked_bps = Some(300_000);
+                report.held_back = held_back;
             }
-            if now % 100_000 == 0 {
-                let dropped = now > 20 * S;
-                let mut report = path(1100, 5);
-                if dropped {
-                    report.acked_bps = Some(300_000);
-                    report.held_back = held_back;
-                }
-                c.update(now, &[report]);
-                if dropped && cut_after.is_none() && c.target_bps() <= 300_000 {
-                    cut_after = Some((now - 20 * S) / 1000);
-                }
-            }
-        }
+            report
+        });
+        let cut_after = trace
+            .iter()
+            .find(|&&(now, target)| now > 20 * S && target <= 300_000)
+            .map(|(now, _)| (now - 20 * S) / 1000);
         eprintln!("held back {held_back}: cut below the link after {cut_after:?} ms");
         if held_back {
             assert!(cut_after.is_some_and(|ms| ms <= 200), "{cut_after:?}");
@@ -265,22 +279,14 @@ fn a_path_that_gets_next_to_nothing_through_is_not_followed_down() {
     // A viewer that stopped reading: its transport holds data back and gets a trickle
     // through. The stream is not cut to its floor for it.
     let mut c = RateController::new(config());
-    let mut encoder = SimEncoder::zerolatency();
-    for ms in 1..=25_000u64 {
-        let now = ms * 1000;
-        if now % FRAME_US < 1000 {
-            let (bytes, key) = encoder.frame(c.target_bps() as f64);
-            c.on_frame(now, bytes, key);
+    drive(&mut c, &mut SimEncoder::zerolatency(), 25, |now| {
+        let mut report = path(1100, 5);
+        if now > 20 * S {
+            report.acked_bps = Some(20_000);
+            report.held_back = true;
         }
-        if now % 100_000 == 0 {
-            let mut report = path(1100, 5);
-            if now > 20 * S {
-                report.acked_bps = Some(20_000);
-                report.held_back = true;
-            }
-            c.update(now, &[report]);
-        }
-    }
+        report
+    });
     assert!(c.target_bps() > 600_000, "{}", c.target_bps());
 }
 

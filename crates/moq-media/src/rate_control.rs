@@ -15,7 +15,9 @@
 //!   a queue above 250 ms for 200 ms, or a transport holding data back that gets less
 //!   than 70 % of the encoder's output through (a delay-based congestion window shrinks
 //!   to a link that dropped, and the excess waits at the sender, not in the network,
-//!   before a busy interval measures the new rate). An
+//!   before a busy interval measures the new rate; the window's first round trips
+//!   understate the link, so that alone allows 70 % of the output, a step at a time, or
+//!   85 % of a delivery rate measured lately). An
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), so its queue drains; a path whose
 //!   delivery rate was measured on busy time at most 2.5 s old allows 85 % of it (QUIC,
@@ -352,10 +354,10 @@ impl RateController {
                     let acked = acked as f64;
                     acked >= 0.5 * floor && acked < COLLAPSE * produced
                 });
-        let overloaded = queue > QUEUE_HIGH_US.saturating_add(packet_us)
+        let queued = queue > QUEUE_HIGH_US.saturating_add(packet_us)
             || path.queue_delay_us > QUEUE_SEVERE_US.saturating_add(packet_us)
-            || backed_up
             || path.loss_rate > LOSS_HIGH;
+        let overloaded = queued || backed_up;
         let queueing = overloaded || path.queue_delay_us > QUEUE_HIGH_US.saturating_add(packet_us);
         let clear =
             queue <= QUEUE_CLEAR_US.saturating_add(packet_us) && path.loss_rate <= LOSS_HIGH / 2.0;
@@ -369,7 +371,21 @@ impl RateController {
                 (Some(d), Some(a)) => d.min(a),
                 (d, a) => d.or(a)?,
             };
-            BACKOFF * carried as f64
+            let limit = BACKOFF * carried as f64;
+            match produced {
+                // What a window that is shrinking gets through in its first round trips
+                // understates the link (seen at a third of it): without a queue to
+                // confirm it, a step of 30 % at a time, or down to a delivery rate
+                // measured lately.
+                Some(produced) if !queued => {
+                    let measured = match path.delivery_bps {
+                        Some(d) if fresh => HEADROOM * d as f64,
+                        _ => f64::INFINITY,
+                    };
+                    limit.max((COLLAPSE * produced).min(measured))
+                }
+                _ => limit,
+            }
         } else if fresh {
             let margin = match age {
                 Some(age) if age > FRESH_US => 1.0 + STALE_MARGIN,

@@ -81,6 +81,9 @@ const BACKOFF: f64 = 0.8;
 /// a transport holding data back that gets less than this share of the encoder's output
 /// through is overloaded.
 const COLLAPSE: f64 = 0.7;
+/// A path getting less than this share of the minimum target through (a peer that stopped
+/// reading, an outage) is not followed down by the held-back signal.
+const TRICKLE: f64 = 0.5;
 /// Bits of a full packet, for the time the path takes for one.
 const PACKET_BITS: f64 = 1200.0 * 8.0;
 /// A delivery rate measured this recently limits and lifts the goal. The age is that of
@@ -345,14 +348,14 @@ impl RateController {
         // window keeps the network queue short, so no queue shows there). A path that
         // gets next to nothing through (a peer that stopped reading, an outage) is not one
         // to follow down.
-        let floor = self.config.min_bps as f64;
+        let least = TRICKLE * self.config.min_bps as f64;
         let backed_up = path.held_back
             && path
                 .acked_bps
                 .zip(produced)
                 .is_some_and(|(acked, produced)| {
                     let acked = acked as f64;
-                    acked >= 0.5 * floor && acked < COLLAPSE * produced
+                    acked >= least && acked < COLLAPSE * produced
                 });
         let queued = queue > QUEUE_HIGH_US.saturating_add(packet_us)
             || path.queue_delay_us > QUEUE_SEVERE_US.saturating_add(packet_us)

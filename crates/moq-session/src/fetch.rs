@@ -1,7 +1,7 @@
 //! Serving the peer's FETCHes from the groups a track still holds.
 //!
-//! moq-relay asks with a joining FETCH for the head of the group a new subscription starts
-//! in, and with a standalone FETCH for a group it no longer caches. A live publisher holds
+//! moq-relay asks with a joining FETCH for what precedes a new subscription, and with a
+//! standalone FETCH for a group it no longer caches. A live publisher holds
 //! only its newest groups (`TrackDelivery::retained_groups`), so a FETCH is answered from
 //! those: objects it no longer holds are left out, which the draft reads as "does not
 //! exist", and a range with nothing held gets NO_OBJECTS. [`plan`] decides what to send,
@@ -61,27 +61,39 @@ impl Refusal {
     }
 }
 
-/// The range of a joining FETCH: `joining_start` groups before (relative) or from group
-/// `joining_start` (absolute) up to `largest`, the largest location the joined
-/// subscription's SUBSCRIBE_OK announced (none: the track had no content, or the
-/// subscription starts at a new group; INVALID_RANGE).
+/// The range of a joining FETCH: from `joining_start` groups before (relative) or from
+/// group `joining_start` (absolute) up to `start`, where the joined subscription's first
+/// object is (none: the track had no content; INVALID_RANGE). The draft's subscription
+/// starts after the largest object, so its joining FETCH ends at that object; ours starts
+/// at the head of the largest object's group (or at a new group), so the FETCH ends before
+/// that group, and one for the current group alone finds nothing to join (INVALID_RANGE).
 pub(crate) fn joining_range(
-    largest: Option<Location>,
+    start: Option<Location>,
     joining_start: u64,
     relative: bool,
 ) -> Result<FetchRange, Refusal> {
-    let largest = largest.ok_or(Refusal::InvalidRange)?;
+    let start = start.ok_or(Refusal::InvalidRange)?;
     let group = if relative {
-        largest.group.saturating_sub(joining_start)
+        start.group.saturating_sub(joining_start)
     } else {
         joining_start
     };
+    // An end object of 0 asks for all of the end group.
+    let end = match start.object {
+        0 if group < start.group => Location {
+            group: start.group - 1,
+            object: 0,
+        },
+        0 => return Err(Refusal::InvalidRange),
+        object if group <= start.group => Location {
+            group: start.group,
+            object,
+        },
+        _ => return Err(Refusal::InvalidRange),
+    };
     Ok(FetchRange {
         start: Location { group, object: 0 },
-        end: Location {
-            group: largest.group,
-            object: largest.object.saturating_add(1),
-        },
+        end,
     })
 }
 
@@ -256,8 +268,8 @@ fn spawn_serve(
 }
 
 /// Answers the peer's FETCH: FETCH_OK and the objects on a new stream, or FETCH_ERROR.
-/// `joined`: for a joining FETCH, the joined subscription's track and announced largest
-/// location, if the request ID names one of ours.
+/// `joined`: for a joining FETCH, the joined subscription's track and where it starts, if
+/// the request ID names one of ours.
 pub(crate) fn fetch(
     inner: &Arc<Inner>,
     msg: wire::Fetch,
@@ -318,7 +330,7 @@ pub(crate) fn fetch(
             Err(why) => return refuse(wire::fetch_error::TRACK_DOES_NOT_EXIST, why),
         },
         FetchType::RelativeJoining(j) | FetchType::AbsoluteJoining(j) => {
-            let Some((track, largest)) = joined else {
+            let Some((track, start)) = joined else {
                 return refuse(
                     wire::fetch_error::INVALID_JOINING_REQUEST_ID,
                     format!(
@@ -328,7 +340,7 @@ pub(crate) fn fetch(
                 );
             };
             let relative = matches!(msg.fetch_type, FetchType::RelativeJoining(_));
-            match joining_range(largest, j.joining_start, relative) {
+            match joining_range(start, j.joining_start, relative) {
                 Ok(range) => (track, range),
                 Err(refusal) => {
                     return refuse(
@@ -519,21 +531,39 @@ mod tests {
     });
 
     #[test]
-    fn a_joining_fetch_covers_the_head_of_the_newest_group() {
-        let r = joining_range(LARGEST, 0, true).unwrap();
+    fn a_joining_fetch_ends_where_the_joined_subscription_starts() {
+        // Subscribed at the head of the newest group: the current group alone is nothing
+        // to join, one group back is all of group 6.
+        assert_eq!(
+            joining_range(Some(at(7, 0)), 0, true),
+            Err(Refusal::InvalidRange)
+        );
+        let r = joining_range(Some(at(7, 0)), 1, true).unwrap();
+        assert_eq!(r, range(at(6, 0), at(6, 0)));
+        let p = plan(&held(), LARGEST, false, r, false).unwrap();
+        assert_eq!(p.runs, [(6, 0, 1)]);
+        assert_eq!(p.end_location, at(6, 0));
+        // The draft's start, after the largest object (a subscription with a fill): the
+        // head of the newest group, up to that object.
+        let r = joining_range(Some(at(7, 4)), 0, true).unwrap();
         assert_eq!(r, range(at(7, 0), at(7, 4)));
         let p = plan(&held(), LARGEST, false, r, false).unwrap();
         assert_eq!(p.runs, [(7, 0, 3)]);
         assert_eq!(p.end_location, at(7, 4));
         assert!(!p.end_of_track);
-        // One group back, and an absolute start.
-        let r = joining_range(LARGEST, 1, true).unwrap();
+        // Absolute starts: before the subscription, at it, after it.
         assert_eq!(
-            plan(&held(), LARGEST, false, r, false).unwrap().runs,
-            [(6, 0, 1), (7, 0, 3)]
+            joining_range(Some(at(7, 0)), 5, false).unwrap().start,
+            at(5, 0)
         );
-        let r = joining_range(LARGEST, 5, false).unwrap();
-        assert_eq!(r.start, at(5, 0));
+        assert_eq!(
+            joining_range(Some(at(7, 0)), 7, false),
+            Err(Refusal::InvalidRange)
+        );
+        assert_eq!(
+            joining_range(Some(at(7, 4)), 8, false),
+            Err(Refusal::InvalidRange)
+        );
         assert_eq!(joining_range(None, 0, true), Err(Refusal::InvalidRange));
     }
 

@@ -76,7 +76,7 @@ pub(crate) struct State {
     /// `publish::subscribe`); one the peer cancels meanwhile is taken out.
     pub deferred: HashSet<u64>,
     /// Served subscriptions a joining FETCH may name (filter Largest Object): their track
-    /// and the largest location their SUBSCRIBE_OK announced.
+    /// and their first object (none: the track had no content).
     pub joinable: HashMap<u64, (Arc<TrackShared>, Option<Location>)>,
     /// FETCHes being answered: request ID → what cancels the answer.
     pub fetches: HashMap<u64, oneshot::Sender<()>>,

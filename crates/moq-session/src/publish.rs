@@ -107,27 +107,6 @@ pub(crate) fn subscribe(
     // subscribers were playing the group under way.
     let continues = lock(&inner.state).continues;
     let new_group_coming = !continues && broadcast.notify_subscribed(&name);
-    {
-        let mut state = lock(&inner.state);
-        if state.serves(&msg.track_name) {
-            if !ordered && state.deferred.insert(msg.request_id) {
-                drop(state);
-                tokio::spawn(after_the_earlier_one(inner.clone(), publisher.clone(), msg));
-                return;
-            }
-            drop(state);
-            // One copy of a track per session: more would only multiply the traffic.
-            return refuse(
-                wire::subscribe_error::INTERNAL_ERROR,
-                format!("track {name:?} is already subscribed in this session"),
-            );
-        }
-        // A joining FETCH may name it (the draft allows that with this filter only); when
-        // it starts at a new group, there is nothing before it to join.
-        let joinable = (msg.filter == FilterType::LargestObject)
-            .then(|| (track.clone(), largest.filter(|_| !new_group_coming)));
-        state.start_serving(msg.request_id, msg.track_name.clone(), joinable);
-    }
     let (start, end_group) = match msg.filter {
         FilterType::NextGroupStart => (
             Location {
@@ -146,9 +125,10 @@ pub(crate) fn subscribe(
             None,
         ),
         // The draft starts after the largest object; we start at the beginning of its
-        // group instead: a group is the only decodable join point, and moq-relay (which
-        // subscribes upstream with this filter) drops a stream that does not start at
-        // object 0. For the catalog it is also the only way to get the current one.
+        // group instead: a group is the only decodable join point for a subscriber that
+        // asks for no head, and for the catalog the only way to get the current one. A
+        // joining FETCH that follows asks for what precedes this start, so the head is
+        // never sent twice (moq-relay drops a whole group its fill already began).
         // When a new group is on its way, at that one: the relay would otherwise pass
         // the group under way, keyframe seconds old, on to its viewers in one burst.
         FilterType::LargestObject => (
@@ -172,7 +152,6 @@ pub(crate) fn subscribe(
         FilterType::AbsoluteStart(start) => (start, None),
         FilterType::AbsoluteRange { start, end_group } => {
             if end_group < start.group {
-                lock(&inner.state).stop_serving(msg.request_id);
                 return refuse(
                     wire::subscribe_error::INVALID_RANGE,
                     "end group before start".into(),
@@ -182,13 +161,34 @@ pub(crate) fn subscribe(
         }
         // Subscriptions end on a group boundary here.
         FilterType::AbsoluteObjectRange { .. } => {
-            lock(&inner.state).stop_serving(msg.request_id);
             return refuse(
                 wire::subscribe_error::NOT_SUPPORTED,
                 "a subscription that ends inside a group".into(),
             );
         }
     };
+    {
+        let mut state = lock(&inner.state);
+        if state.serves(&msg.track_name) {
+            if !ordered && state.deferred.insert(msg.request_id) {
+                drop(state);
+                tokio::spawn(after_the_earlier_one(inner.clone(), publisher.clone(), msg));
+                return;
+            }
+            drop(state);
+            // One copy of a track per session: more would only multiply the traffic.
+            return refuse(
+                wire::subscribe_error::INTERNAL_ERROR,
+                format!("track {name:?} is already subscribed in this session"),
+            );
+        }
+        // A joining FETCH may name it (the draft allows that with this filter only). It
+        // asks for what precedes the subscription's first object: `start`, not the draft's
+        // largest + 1, since the subscription begins at the head of its group.
+        let joinable = (msg.filter == FilterType::LargestObject)
+            .then(|| (track.clone(), largest.map(|_| start)));
+        state.start_serving(msg.request_id, msg.track_name.clone(), joinable);
+    }
     let alias = inner.allocate_alias();
     let group_order = match msg.group_order {
         GroupOrder::Publisher => track.delivery.group_order,

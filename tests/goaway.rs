@@ -1,5 +1,5 @@
-//! GOAWAY: a viewer told to move opens a new session, hands over at a group boundary and
-//! leaves the old one, without a gap, a repeated frame or a freeze.
+//! GOAWAY: a viewer told to move opens a new session, hands over at a keyframe and leaves
+//! the old one, without a gap, a repeated frame or a freeze.
 
 mod common;
 
@@ -71,6 +71,95 @@ fn a_drained_viewer_moves_to_a_new_session_without_a_gap() {
     eprintln!(
         "{} frames, longest pause between outputs {longest:?}",
         frames.len()
+    );
+}
+
+/// moqsink drains its viewer to another moqsink fed by the same encoder, which joined it
+/// seconds later: a publisher that numbers its groups and frames on its own, so the
+/// handover meets the old stream on media time and carries its numbering on.
+#[test]
+fn a_viewer_drained_to_another_publisher_of_the_stream_plays_on_without_a_gap() {
+    let pipeline = launch(&format!(
+        "{TEST_VIDEO} ! {TEST_ENCODER} ! tee name=t ! queue ! moqsink name=first listen=127.0.0.1:0"
+    ));
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    let first = pipeline.by_name("first").expect("first moqsink");
+    let url = |sink: &gst::Element| format!("moqt://127.0.0.1:{}/live", listening_port(sink));
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", url(&first)));
+    receiver.wait_frames(48, WAIT).expect("plays");
+    // The second publisher starts 2 s into the stream, mid-group.
+    let branch =
+        gst::parse::bin_from_description("queue ! moqsink name=second listen=127.0.0.1:0", true)
+            .expect("a branch");
+    pipeline.add(&branch).unwrap();
+    let tee = pipeline.by_name("t").expect("tee");
+    tee.request_pad_simple("src_%u")
+        .expect("a tee pad")
+        .link(&branch.static_pad("sink").expect("a ghost pad"))
+        .expect("links");
+    branch.sync_state_with_parent().expect("branch plays");
+    let second = pipeline.by_name("second").expect("second moqsink");
+    let second_url = url(&second);
+    // Until it has published a group of its own.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = receiver.frames().len();
+    first.emit_by_name::<()>("drain", &[&Some(second_url.clone())]);
+    let moved = wait_until(WAIT, || {
+        receiver
+            .messages
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "moq-moved")
+    });
+    assert!(
+        moved,
+        "moq-moved posted: {:?}",
+        receiver.messages.lock().unwrap()
+    );
+    receiver
+        .wait_frames(before + 96, WAIT)
+        .expect("plays on after the move");
+    let serving = |sink: &gst::Element| {
+        let stats: gst::Structure = sink.property("stats");
+        stats
+            .get::<gst::Array>("sessions")
+            .map_or(0, |a| a.as_slice().len())
+    };
+    let left = wait_until(WAIT, || serving(&first) == 0);
+    let arrived = serving(&second);
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    pipeline.set_state(gst::State::Null).unwrap();
+
+    let frames = receiver.frames();
+    // The handover numbers the new publisher's frames from media time (a picture missing
+    // at the cut leaves a hole in the numbers), and no picture comes twice.
+    let mut pts: Vec<gst::ClockTime> = frames.iter().map(|f| f.pts).collect();
+    pts.sort();
+    pts.dedup();
+    assert_eq!(pts.len(), frames.len(), "a picture came twice");
+    let indices: Vec<u64> = frames.iter().map(|f| f.decode_index).collect();
+    for w in indices.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "one numbering across the move: {indices:?}");
+    }
+    assert!(
+        frames[1..].iter().all(|f| !f.discont),
+        "no jump or re-anchor at the move"
+    );
+    let longest = longest_pause(&frames, Duration::ZERO);
+    assert!(
+        longest < Duration::from_millis(250),
+        "a freeze of {longest:?}"
+    );
+    let messages = receiver.messages.lock().unwrap().clone();
+    let connected = messages.iter().filter(|m| *m == "moq-connected").count();
+    assert_eq!(connected, 1, "moved, not reconnected: {messages:?}");
+    assert!(left, "the first publisher's session was closed");
+    assert_eq!(arrived, 1, "the viewer is the second publisher's");
+    eprintln!(
+        "{} frames, {} after the move, longest pause between outputs {longest:?}",
+        frames.len(),
+        frames.len() - before
     );
 }
 

@@ -3,13 +3,16 @@
 //! A relay that is about to restart sends GOAWAY and grants a drain window. The receiver
 //! opens a new session (the URI the GOAWAY names, the same URL, or a backup), subscribes
 //! the track there from the next group start, and keeps playing the old subscription
-//! meanwhile. Both carry the same publisher's numbering, so they meet at a group boundary:
-//! the first group the new subscription delivers is the cut. Until it, the old
-//! subscription's items go on to the track and the new one's are held; from it on the new
-//! one's go and the old one's groups at or past the cut are dropped. The cut happens when
-//! the old subscription reaches the cut group (it delivered everything before it), or when
-//! it has had [`OLD_WAIT_US`] since the new one's first frame (it is the path that is
-//! going away). Then the old subscription and its session can be closed.
+//! meanwhile. The new session may reach another publisher of the same media (a moqsink
+//! draining its viewers to another fed by the same encoder), which numbers its groups and
+//! frames on its own, so the two meet on media time, as renditions do
+//! ([`splice`](crate::splice)): the cut is the new subscription's first keyframe later than
+//! anything played. Until it, the old subscription's items go on to the track and the new
+//! one's are held; from it on the new one's go, renumbered to continue the old numbering
+//! ([`Handover::renumber`], for the rest of the track), and the old one's are dropped. The
+//! cut happens when the old subscription reaches the keyframe's time, or when it has had
+//! [`CUT_WAIT_US`](crate::splice::CUT_WAIT_US) since the keyframe came (it is the path that
+//! is going away). Then the old subscription and its session can be closed.
 //!
 //! Free of the network and of clocks: the caller feeds items of both subscriptions with the
 //! time (µs on a monotonic clock) and takes what goes to the track.
@@ -17,104 +20,104 @@
 use std::collections::VecDeque;
 
 use crate::item::Item;
-
-/// Longest the old subscription plays on once the new one has delivered its first frame.
-pub const OLD_WAIT_US: u64 = 1_000_000;
-/// New items held at most before the cut; past it the cut happens.
-const MAX_HELD: usize = 512;
+use crate::splice::{NewFrame, OldFrame, Renumber, Splice};
 
 /// One move, from the new subscription's start to the cut.
 #[derive(Debug)]
 pub struct Handover<T> {
-    /// The first group of the new subscription, and when its first frame came.
-    cut: Option<(u64, u64)>,
-    /// The new subscription's items until the cut.
+    splice: Splice,
+    /// The new subscription's items from the keyframe to cut to, until the cut.
     held: Vec<Item<T>>,
     /// Items for the track, in order.
     out: VecDeque<Item<T>>,
-    /// The old subscription ended: the new one plays as soon as it delivers.
+    /// The old subscription ended: the new one plays as soon as its keyframe is here.
     old_gone: bool,
-    done: bool,
+    /// The new subscription's numbering as the track sees it, once cut.
+    renumber: Option<Renumber>,
 }
 
 impl<T> Default for Handover<T> {
     fn default() -> Self {
         Handover {
-            cut: None,
+            splice: Splice::new(None),
             held: Vec::new(),
             out: VecDeque::new(),
             old_gone: false,
-            done: false,
+            renumber: None,
         }
-    }
-}
-
-/// The group an item belongs to, for items that belong to one.
-fn group_of<T>(item: &Item<T>) -> Option<u64> {
-    match item {
-        Item::Frame(f) => Some(f.group),
-        Item::GroupEnd { group, .. } => Some(*group),
-        _ => None,
     }
 }
 
 impl<T> Handover<T> {
-    /// An item of the old subscription.
+    /// An item of the old subscription, numbered as the track sees it.
     pub fn old(&mut self, item: Item<T>) {
-        if self.done {
+        if self.is_done() {
             return;
         }
-        match (self.cut, group_of(&item)) {
-            (Some((cut, _)), Some(group)) if group >= cut => self.finish(),
-            _ => self.out.push_back(item),
+        if let Item::Frame(frame) = &item
+            && self.splice.on_old(&frame.header) == OldFrame::Cut
+        {
+            return self.finish();
         }
+        self.out.push_back(item);
     }
 
-    /// An item of the new subscription, at `now_us`.
-    pub fn new_item(&mut self, item: Item<T>, now_us: u64) {
-        if self.done {
+    /// An item of the new subscription, in its own numbering, at `now_us`.
+    pub fn new_item(&mut self, mut item: Item<T>, now_us: u64) {
+        if let Some(renumber) = self.renumber {
+            renumber.item(&mut item);
             self.out.push_back(item);
             return;
         }
-        if self.cut.is_none()
-            && let Item::Frame(f) = &item
-        {
-            self.cut = Some((f.group, now_us));
-        }
-        if self.cut.is_some() {
+        let keep = match &item {
+            Item::Frame(frame) => self.splice.on_new(&frame.header, now_us) == NewFrame::Hold,
+            _ => self.splice.has_key(),
+        };
+        if keep {
             self.held.push(item);
-            if self.old_gone || self.held.len() >= MAX_HELD {
-                self.finish();
-            }
+        }
+        if self.old_gone || self.splice.overdue(now_us) {
+            self.finish();
         }
     }
 
     /// Cuts over if the old subscription has had its time.
     pub fn tick(&mut self, now_us: u64) {
-        if let Some((_, since)) = self.cut
-            && now_us.saturating_sub(since) >= OLD_WAIT_US
-        {
+        if self.splice.overdue(now_us) {
             self.finish();
         }
     }
 
-    /// The old subscription ended (its session went): the new one plays from its cut on.
+    /// The old subscription ended (its session went): the new one plays from its keyframe
+    /// on.
     pub fn old_ended(&mut self) {
         self.old_gone = true;
         self.finish();
     }
 
     fn finish(&mut self) {
-        if self.done || self.cut.is_none() {
+        if self.is_done() {
             return;
         }
-        self.done = true;
-        self.out.extend(self.held.drain(..));
+        let Some((renumber, _missing)) = self.splice.renumber() else {
+            return;
+        };
+        self.renumber = Some(renumber);
+        for mut item in self.held.drain(..) {
+            renumber.item(&mut item);
+            self.out.push_back(item);
+        }
     }
 
     /// Whether the new subscription plays now: the old one can be dropped.
     pub fn is_done(&self) -> bool {
-        self.done
+        self.renumber.is_some()
+    }
+
+    /// How the new subscription's items are numbered for the track from the cut on (None
+    /// before it).
+    pub fn renumber(&self) -> Option<Renumber> {
+        self.renumber
     }
 
     /// The next item for the track.
@@ -127,6 +130,7 @@ impl<T> Handover<T> {
 mod tests {
     use super::*;
     use crate::item::Incoming;
+    use crate::splice::CUT_WAIT_US;
     use h264::{FrameKind, SliceType};
     use moq_media::FrameHeader;
     use moq_media::catalog::TrackRole;
@@ -134,6 +138,12 @@ mod tests {
     const GOP: u64 = 12;
 
     fn frame(index: u64) -> Item<()> {
+        numbered(index, 0)
+    }
+
+    /// Frame `index` of a publisher whose frames and groups are numbered from `origin`
+    /// (its media time is the index's).
+    fn numbered(index: u64, origin: u64) -> Item<()> {
         let key = index.is_multiple_of(GOP);
         let header = FrameHeader {
             kind: if key {
@@ -142,17 +152,17 @@ mod tests {
                 FrameKind::Reference
             },
             slice_type: if key { SliceType::I } else { SliceType::P },
-            decode_index: index,
+            decode_index: origin + index,
             dts: index as i64 * 41_667,
             pts: index as i64 * 41_667,
             duration: 41_667,
             availability_us: 0,
-            base_group: index / GOP,
-            base_index: index,
+            base_group: origin + index / GOP,
+            base_index: origin + index,
         };
         Item::Frame(Incoming {
             epoch: 1,
-            group: index / GOP,
+            group: origin + index / GOP,
             header,
             layer: TrackRole::Base,
             size: 100,
@@ -197,9 +207,9 @@ mod tests {
         let mut h = Handover::default();
         h.old(frame(20));
         h.new_item(frame(24), 5_000);
-        h.tick(5_000 + OLD_WAIT_US - 1);
+        h.tick(5_000 + CUT_WAIT_US - 1);
         assert!(!h.is_done());
-        h.tick(5_000 + OLD_WAIT_US);
+        h.tick(5_000 + CUT_WAIT_US);
         assert!(h.is_done());
         assert_eq!(indices(&mut h), [20, 24]);
     }
@@ -217,5 +227,71 @@ mod tests {
         assert!(h.is_done());
         h.new_item(frame(13), 0);
         assert_eq!(indices(&mut h), [1, 12, 13]);
+    }
+
+    #[test]
+    fn another_publisher_numbering_its_own_way_is_cut_in_on_media_time_and_renumbered() {
+        let mut h = Handover::default();
+        for i in 30..34 {
+            h.old(frame(i));
+        }
+        // The other publisher numbers from 5000. It joined mid-group (33-35: no keyframe
+        // to start on, never played), then its next group starts at 36.
+        for i in 33..39 {
+            h.new_item(numbered(i, 5000), 1_000);
+        }
+        h.old(frame(34));
+        h.old(frame(35));
+        assert!(!h.is_done());
+        h.old(frame(36));
+        assert!(h.is_done(), "the old path reached the keyframe's time");
+        h.new_item(numbered(39, 5000), 2_000);
+        h.new_item(
+            Item::GroupEnd {
+                epoch: 1,
+                group: 5003,
+                complete: true,
+                last: Some(5047),
+            },
+            2_000,
+        );
+        let out: Vec<_> = std::iter::from_fn(|| h.poll_item()).collect();
+        let frames: Vec<(u64, u64)> = out
+            .iter()
+            .filter_map(|i| match i {
+                Item::Frame(f) => Some((f.header.decode_index, f.header.base_group)),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<(u64, u64)> = (30..40).map(|i| (i, i / GOP)).collect();
+        assert_eq!(frames, expected, "one numbering across the cut");
+        assert!(matches!(
+            out.last(),
+            Some(Item::GroupEnd {
+                group: 3,
+                last: Some(47),
+                ..
+            })
+        ));
+        let renumber = h.renumber().expect("cut");
+        assert_eq!(renumber.group(5004), 4);
+    }
+
+    #[test]
+    fn a_keyframe_no_later_than_what_played_is_not_cut_to() {
+        let mut h = Handover::default();
+        for i in 36..40 {
+            h.old(frame(i));
+        }
+        // The new path starts at the group the old one is playing: its keyframe (36) is
+        // in the past, so the cut waits for the next one (48).
+        for i in 36..48 {
+            h.new_item(numbered(i, 900), 1_000);
+        }
+        h.old_ended();
+        assert!(!h.is_done());
+        h.new_item(numbered(48, 900), 1_000);
+        assert!(h.is_done());
+        assert_eq!(indices(&mut h), [36, 37, 38, 39, 48]);
     }
 }

@@ -1,7 +1,8 @@
-//! Switching a video from one rendition to another without a seam.
+//! Switching a video from one stream of it to another without a seam: from one rendition
+//! to another, or (on a move, [`handover`](crate::handover)) from one publisher to another.
 //!
 //! Renditions of one video share its timestamps (one source, several encoders) but each
-//! numbers its frames and groups on its own. A switch subscribes the new rendition while
+//! numbers its frames and groups on its own; so do two publishers of one encoder's output. A switch subscribes the new rendition while
 //! the old one plays on, picks a keyframe of the new one that is later than anything
 //! played, and cuts when the old rendition reaches that keyframe's time: the player sees
 //! one stream whose keyframe follows the old rendition's last frame directly. The new
@@ -17,6 +18,8 @@
 use h264::FrameKind;
 
 use moq_media::FrameHeader;
+
+use crate::item::Item;
 
 /// Longest the old rendition plays on once the new one's keyframe is here.
 pub const CUT_WAIT_US: u64 = 1_000_000;
@@ -56,6 +59,19 @@ impl Renumber {
     /// A group as the player numbers it, back in the rendition's numbering.
     pub fn rendition_group(&self, group: u64) -> u64 {
         shift(group, -self.group)
+    }
+
+    /// An item as the player numbers it: a frame's header, a group end's group and last
+    /// frame.
+    pub fn item<T>(&self, item: &mut Item<T>) {
+        match item {
+            Item::Frame(frame) => frame.header = self.apply(&frame.header),
+            Item::GroupEnd { group, last, .. } => {
+                *group = self.group(*group);
+                *last = last.map(|last| shift(last, self.decode));
+            }
+            _ => {}
+        }
     }
 }
 

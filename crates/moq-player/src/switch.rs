@@ -255,16 +255,12 @@ impl<T> Switcher<T> {
         {
             self.replays_current_group = true;
         }
-        match &mut item {
-            Item::Frame(frame) => {
-                self.observe(frame, true, now_us);
-                frame.header = self.renumber.apply(&frame.header);
-                if let Some(switch) = &mut self.switch {
-                    switch.old_seen = (now_us, frame.header.duration.max(1));
-                }
+        self.renumber.item(&mut item);
+        if let Item::Frame(frame) = &item {
+            self.observe(frame, true, now_us);
+            if let Some(switch) = &mut self.switch {
+                switch.old_seen = (now_us, frame.header.duration.max(1));
             }
-            Item::GroupEnd { group, .. } => *group = self.renumber.group(*group),
-            _ => {}
         }
         match &mut self.switch {
             Some(switch) if switch.subscribed => {
@@ -479,18 +475,14 @@ impl<T> Switcher<T> {
         let to = self.renditions.playing().clone();
         let mut first = true;
         for mut item in switch.held {
-            match &mut item {
-                Item::Frame(frame) => {
-                    frame.header = renumber.apply(&frame.header);
-                    if std::mem::take(&mut first) {
-                        self.items.push_back(Item::Rendition {
-                            name: to.name.clone(),
-                            from: Some(frame.header.decode_index),
-                        });
-                    }
-                }
-                Item::GroupEnd { group, .. } => *group = renumber.group(*group),
-                _ => {}
+            renumber.item(&mut item);
+            if let Item::Frame(frame) = &item
+                && std::mem::take(&mut first)
+            {
+                self.items.push_back(Item::Rendition {
+                    name: to.name.clone(),
+                    from: Some(frame.header.decode_index),
+                });
             }
             self.send(item);
         }

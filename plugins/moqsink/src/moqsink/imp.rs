@@ -1131,8 +1131,9 @@ impl ObjectImpl for MoqSink {
         static SIGNALS: LazyLock<Vec<glib::subclass::Signal>> = LazyLock::new(|| {
             vec![
                 // Asks every direct subscriber to move elsewhere (GOAWAY, naming the
-                // session URI given, or none): moqsrc viewers open a new session there,
-                // hand over at a group boundary and leave this one. Listening only.
+                // session URI given, or none): moqsrc viewers open a new session there
+                // (this moqsink, or another publishing the same stream), hand over at a
+                // keyframe and leave this one. Listening only.
                 glib::subclass::Signal::builder("drain")
                     .param_types([Option::<String>::static_type()])
                     .action()

@@ -1,7 +1,7 @@
 //! The network side of moving to another session when the server says GOAWAY (a relay
 //! about to restart grants a drain window for exactly this): connect elsewhere while the
-//! old session still plays, subscribe every track there, hand each over at a group
-//! boundary (`moq_player::handover`), then close the old session. Free of GStreamer.
+//! old session still plays, subscribe every track there, hand each over at a keyframe
+//! (`moq_player::handover`), then close the old session. Free of GStreamer.
 
 use std::time::Duration;
 

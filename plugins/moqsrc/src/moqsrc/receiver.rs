@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 
 use moq_player::renditions::AbrPrefs;
 use moq_player::select::{self, Choice, MediaKind, Selected};
+use moq_player::splice::Renumber;
 use moq_player::switch::{Action, Switcher};
 
 use super::moving::{self, Move, Moved, Moving};
@@ -75,7 +76,7 @@ pub enum Event {
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
     Disconnected(String),
     /// The server said GOAWAY: every track now plays from a new session at `url` (`peer`,
-    /// draft `version`), handed over at a group boundary before the old one closed.
+    /// draft `version`), handed over at a keyframe before the old one closed.
     Moved {
         from: String,
         url: String,
@@ -540,6 +541,8 @@ async fn receive_session(
         updates: catalog_subs[at].take(),
         track: CATALOG_TRACKS[at],
         current: catalog,
+        moved_from: None,
+        shown_as: None,
     };
     if !offer_tracks(config, events, progress, &feed.current).await? {
         return Ok(());
@@ -684,6 +687,8 @@ async fn resubscribe(
                     current,
                     track,
                     updates: subs[at].take(),
+                    moved_from: None,
+                    shown_as: None,
                 });
             }
             Ok(Err(err)) => err.to_string(),
@@ -766,6 +771,29 @@ struct CatalogFeed {
     /// Which of [`CATALOG_TRACKS`] it is.
     track: &'static str,
     updates: Option<Subscription>,
+    /// Moved to another session: the epoch shown until its first catalog came.
+    moved_from: Option<u64>,
+    /// Another publisher of the stream, moved to: (its epoch, the one it is shown as). Its
+    /// catalog has an epoch of its own, but the tracks handed over to it on media time and
+    /// number its frames on from the old ones, so nothing starts afresh.
+    shown_as: Option<(u64, u64)>,
+}
+
+impl CatalogFeed {
+    /// A catalog update as the tracks see it: with the epoch they number frames from.
+    fn shown(&mut self, mut update: Catalog) -> Catalog {
+        if let Some(shown) = self.moved_from.take()
+            && update.epoch != shown
+        {
+            self.shown_as = Some((update.epoch, shown));
+        }
+        if let Some((epoch, shown)) = self.shown_as
+            && update.epoch == epoch
+        {
+            update.epoch = shown;
+        }
+        update
+    }
 }
 
 struct EarlySubscription {
@@ -899,6 +927,7 @@ async fn start_track(
         hang_track,
         enhancement_track: track.enhancement.clone(),
         moves,
+        renumber: Renumber::default(),
     };
     let switching = switcher.map(|switcher| Switching {
         switcher,
@@ -994,6 +1023,7 @@ async fn play(
                 };
                 if let Some(updates) = catalog_updates(&next, config, feed.track).await {
                     feed.updates = Some(updates);
+                    feed.moved_from = Some(feed.current.epoch);
                 }
                 session.close("moved to another session");
                 let moved = Event::Moved {
@@ -1018,6 +1048,7 @@ async fn play(
             event = next_or_pending(&mut feed.updates) => match event {
                 Some(TrackEvent::Object(object)) => match Catalog::from_track(feed.track, &object.payload) {
                     Ok(update) => {
+                        let update = feed.shown(update);
                         if update.epoch != feed.current.epoch {
                             // The publisher restarted behind a relay: its indices and
                             // timestamps start afresh.
@@ -1180,6 +1211,9 @@ struct Forwarder {
     enhancement_track: Option<String>,
     /// Moves to another session, asked for when the server says GOAWAY.
     moves: mpsc::Receiver<Move>,
+    /// How the subscriptions' numbering maps onto the track's: a move to another
+    /// publisher changes it (see `moq_player::handover`).
+    renumber: Renumber,
 }
 
 impl Forwarder {
@@ -1214,7 +1248,7 @@ impl Forwarder {
                     let group = switching
                         .as_ref()
                         .map_or(skip_before, |s| s.switcher.rendition_group(skip_before));
-                    main.stop_groups_before(group);
+                    main.stop_groups_before(self.renumber.rendition_group(group));
                     if let Some(sw) = &mut switching {
                         sw.switcher.on_skip(now);
                     }
@@ -1363,9 +1397,10 @@ impl Forwarder {
                     }
                 }
             };
-            let Some(item) = item else {
+            let Some(mut item) = item else {
                 continue;
             };
+            self.renumber.item(&mut item);
             // During a move the old base layer plays up to the handover's cut.
             if !enhancement_first
                 && let Some(mv) = moving.as_mut().filter(|m| !m.handover.is_done())
@@ -1481,6 +1516,9 @@ impl Forwarder {
             return None;
         }
         let mut mv = moving.take()?;
+        if let Some(renumber) = mv.handover.renumber() {
+            self.renumber = renumber;
+        }
         if let Some(next) = mv.next.take() {
             *main = next;
         }

@@ -18,8 +18,8 @@ const SIGNALS: [(&str, &str, &str); 2] = [
         "moqsink",
         "drain",
         "Action signal, listening only: sends GOAWAY to every direct subscriber, naming the \
-         session URI given (or none), so moqsrc viewers open a new session there, hand over at \
-         a group boundary and leave this one.",
+         session URI given (or none), so moqsrc viewers open a new session there (this moqsink \
+         or another publishing the same stream), hand over at a keyframe and leave this one.",
     ),
     (
         "moqsink",

@@ -6,6 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use gst::prelude::*;
 
 #[test]
 fn a_restarted_publisher_is_resumed_at_the_live_edge() {
@@ -53,4 +54,33 @@ fn a_restarted_publisher_is_resumed_at_the_live_edge() {
     );
     second.finish();
     wait_eos(&receiver.pipeline, WAIT).expect("EOS after the restart");
+}
+
+/// A listening moqsink set to NULL while a viewer plays, and to PLAYING again at once on
+/// the same port, listens there: its stop waits until the closed connections have freed
+/// the port.
+#[test]
+fn a_listening_moqsink_started_again_at_once_listens_on_its_port() {
+    let sender = Sender::start("");
+    let port = sender.port;
+    let receiver = Receiver::start(&format!(
+        "url={} tls-insecure=true media-timeout=20000",
+        sender.url()
+    ));
+    receiver.wait_frames(24, WAIT).expect("plays");
+    let stopping = Instant::now();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    eprintln!("stopped in {:?}", stopping.elapsed());
+    sender
+        .sink
+        .set_property("listen", format!("127.0.0.1:{port}"));
+    sender
+        .pipeline
+        .set_state(gst::State::Playing)
+        .expect("listens on its port again");
+    assert_eq!(listening_port(&sender.sink), port);
+    let before = receiver.frames().len();
+    receiver
+        .wait_frames(before + 24, WAIT)
+        .expect("the viewer plays on from the restarted publisher");
 }

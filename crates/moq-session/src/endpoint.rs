@@ -178,6 +178,19 @@ impl Server {
         self.endpoint
             .close(quinn::VarInt::from_u32(0), b"publisher stopped");
     }
+
+    /// Closes the server and waits, up to `within`, until its UDP port is free: the socket
+    /// stays open while closed connections drain, and a server started again on the port
+    /// at once (an element set to NULL and back to PLAYING) would find it taken. Blocks:
+    /// not for a thread of the network runtime.
+    pub fn close_and_release(self, within: Duration) {
+        let address = self.local_addr;
+        drop(self);
+        let deadline = std::time::Instant::now() + within;
+        while std::net::UdpSocket::bind(address).is_err() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for Server {

@@ -47,6 +47,9 @@ const DEFAULT_MAX_SUBSCRIBERS: u32 = 1000;
 const DEFAULT_MAX_BACKLOG_MS: u32 = 3000;
 const DEFAULT_SUBSCRIBER_STALL_TIMEOUT_MS: u32 = 10_000;
 /// Malformed access units are reported on the bus at most this often (with a count).
+/// Longest a stop waits for the listening port to be free again (closed connections
+/// drain first), so that the element can listen on it again at once.
+const PORT_RELEASE: Duration = Duration::from_secs(2);
 const MALFORMED_REPORT_INTERVAL: Duration = Duration::from_secs(10);
 const DEFAULT_ENCODER_MIN: u64 = 150_000;
 const DEFAULT_ENCODER_MAX: u64 = 2_000_000;
@@ -819,7 +822,9 @@ impl MoqSink {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                 }
-                server.close();
+            }
+            if let Link::Listen(server) = started.link {
+                server.close_and_release(PORT_RELEASE);
             }
         }
     }
@@ -1166,7 +1171,7 @@ impl ObjectImpl for MoqSink {
             let own = vec![
                 glib::ParamSpecString::builder("listen")
                     .nick("Listen address")
-                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-22, moqt-20, moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error")
+                    .blurb("HOST:PORT to accept MoQ subscribers on (UDP, QUIC with ALPN moqt-22, moqt-20, moqt-16 or moq-00, see versions); unset: 0.0.0.0:4443 without url. Setting both listen and url is an error. Stopping frees the port (after up to 2 s for closed connections to drain), so the element can listen on it again at once")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("tls-cert-fingerprint")

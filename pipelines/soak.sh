@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Resource-exhaustion soak checks, full length (about 45 minutes on a 2-core machine):
+# Resource-exhaustion soak checks, full length (about 50 minutes on a 2-core machine):
 #   - a subscriber that never reads, 10 min, beside a healthy one, for the delivery modes
 #     baseline, deprioritize-b and skip-gops (sender subscriber-stall-timeout=3600000, so only the
 #     backlog budget bounds its memory), then 10 min with the default subscriber-stall-timeout
 #     and a peer that comes back and stalls again after every disconnect;
 #   - a receiver (moqsrc → avdec_h264 → fakesink sync=true) PAUSED for 60 s;
-#   - 1,000 subscriber connect/subscribe/drop cycles beside a continuous subscriber.
+#   - 1,000 subscriber connect/subscribe/drop cycles beside a continuous subscriber;
+#   - a rolling restart of direct publishers (tests/goaway.rs, 5 min): three moqsinks fed by
+#     one encoder, the one two viewers play from drains them to the next and restarts, six
+#     times; every frame once, no pause over 250 ms.
 # Each scenario prints a row every 10 s and a `summary` line; the summaries are repeated
 # at the end and the whole output is kept in target/soak.log (or $CARGO_TARGET_DIR's).
 # Exit status: 0 when every bound held, 1 otherwise.
@@ -49,8 +52,17 @@ run paused-receiver --seconds "$PAUSE_SECONDS"
 run churn --cycles "$CYCLES"
 
 echo
+echo "\$ cargo test --test goaway -- --ignored (a rolling restart of direct publishers)" | tee -a "$log"
+status=0
+cargo test --locked --test goaway -- --ignored --nocapture 2>&1 | tee -a "$log" || status=${PIPESTATUS[0]}
+if [ "$status" -ne 0 ]; then
+    failed=1
+    echo "(exit status $status)" | tee -a "$log"
+fi
+
+echo
 echo "== figures (also in $log)"
-grep '^summary\|^(exit status' "$log" || true
+grep '^summary\|^viewer\|^(exit status' "$log" || true
 if [ "$failed" -ne 0 ]; then
     echo "== some bound was violated or a run failed (see above)"
     exit 1

@@ -190,6 +190,38 @@ pub fn longest_pause(frames: &[ReceivedFrame], from: Duration) -> Duration {
         .unwrap_or_default()
 }
 
+/// Frames missing between consecutive decode indices, and frames that came out of order
+/// (a repeat or a step back).
+pub fn skipped_and_repeated(frames: &[ReceivedFrame]) -> (u64, usize) {
+    let (mut skipped, mut repeated) = (0, 0);
+    for w in frames.windows(2) {
+        match w[1].decode_index.cmp(&(w[0].decode_index + 1)) {
+            std::cmp::Ordering::Greater => skipped += w[1].decode_index - w[0].decode_index - 1,
+            std::cmp::Ordering::Less => repeated += 1,
+            std::cmp::Ordering::Equal => {}
+        }
+    }
+    (skipped, repeated)
+}
+
+/// The longest pause within each window (what, from, to; UNIX times), as "what: pause".
+pub fn pauses_within(
+    frames: &[ReceivedFrame],
+    windows: &[(String, Duration, Duration)],
+) -> Vec<String> {
+    windows
+        .iter()
+        .map(|(what, from, to)| {
+            let inside: Vec<_> = frames
+                .iter()
+                .filter(|f| f.output_unix <= *to)
+                .cloned()
+                .collect();
+            format!("{what}: {:?}", longest_pause(&inside, *from))
+        })
+        .collect()
+}
+
 /// Asserts that a viewer played through something on the session it started with (one
 /// `moq-connected` in its `messages`), every frame once and in order, with no pause over
 /// `bound` after `from` (UNIX time).

@@ -85,7 +85,7 @@ fn a_rolling_restart_of_a_three_node_cluster_keeps_every_viewer_playing() {
                 .unwrap_or_else(|e| panic!("plays on after node {node} restarted: {e}"));
         }
         eprintln!("node {node}: exited {exited:?} after SIGTERM, restarted");
-        windows.push((node, stopped, unix_now()));
+        windows.push((format!("node {node}"), stopped, unix_now()));
         std::thread::sleep(cycle.saturating_duration_since(std::time::Instant::now()));
     }
     let sent = sender.sent().len();
@@ -96,25 +96,8 @@ fn a_rolling_restart_of_a_three_node_cluster_keeps_every_viewer_playing() {
         viewer.pipeline.set_state(gst::State::Null).unwrap();
         let frames = viewer.frames();
         let count = |name: &str| messages.iter().filter(|m| *m == name).count();
-        let (mut skipped, mut repeated) = (0, 0);
-        for w in frames.windows(2) {
-            match w[1].decode_index.cmp(&(w[0].decode_index + 1)) {
-                std::cmp::Ordering::Greater => skipped += w[1].decode_index - w[0].decode_index - 1,
-                std::cmp::Ordering::Less => repeated += 1,
-                std::cmp::Ordering::Equal => {}
-            }
-        }
-        let pauses: Vec<String> = windows
-            .iter()
-            .map(|(node, from, to)| {
-                let inside: Vec<_> = frames
-                    .iter()
-                    .filter(|f| f.output_unix <= *to)
-                    .cloned()
-                    .collect();
-                format!("node {node}: {:?}", longest_pause(&inside, *from))
-            })
-            .collect();
+        let (skipped, repeated) = skipped_and_repeated(&frames);
+        let pauses = pauses_within(&frames, &windows);
         eprintln!(
             "viewer {i}: {} frames, {skipped} skipped, {repeated} out of order; longest pause \
              while {pauses:?}; moved {}, connected {}",

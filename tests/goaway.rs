@@ -175,39 +175,7 @@ fn a_rolling_restart_of_direct_publishers_keeps_every_viewer_playing() {
         serving = next;
         std::thread::sleep(cycle.saturating_duration_since(std::time::Instant::now()));
     }
-    let mut failures = Vec::new();
-    for (i, viewer) in viewers.iter().enumerate() {
-        let messages = viewer.messages.lock().unwrap().clone();
-        viewer.pipeline.set_state(gst::State::Null).unwrap();
-        let frames = viewer.frames();
-        let count = |name: &str| messages.iter().filter(|m| *m == name).count();
-        let (skipped, repeated) = skipped_and_repeated(&frames);
-        let mut pts: Vec<gst::ClockTime> = frames.iter().map(|f| f.pts).collect();
-        pts.sort();
-        pts.dedup();
-        let twice = frames.len() - pts.len();
-        eprintln!(
-            "viewer {i}: {} frames, {skipped} skipped, {repeated} out of order, {twice} pictures \
-             twice; longest pause while moving {:?}; moved {}, connected {}",
-            frames.len(),
-            pauses_within(&frames, &windows),
-            count("moq-moved"),
-            count("moq-connected")
-        );
-        let longest = longest_pause(&frames, windows[0].1);
-        if longest >= Duration::from_millis(250)
-            || skipped > 0
-            || repeated > 0
-            || twice > 0
-            || count("moq-connected") != 1
-        {
-            failures.push(format!(
-                "viewer {i}: longest pause {longest:?}, {skipped} skipped, {repeated} out of \
-                 order, {twice} twice, {} connections",
-                count("moq-connected")
-            ));
-        }
-    }
+    let failures = rolling_failures(&viewers, &windows);
     pipeline.set_state(gst::State::Null).unwrap();
     assert!(failures.is_empty(), "{failures:?}");
 }

@@ -222,6 +222,51 @@ pub fn pauses_within(
         .collect()
 }
 
+/// Stops the viewers of a rolling restart and says what each got (printed, one line per
+/// viewer, with its longest pause within each window: what, from, to; UNIX times). Returns
+/// a line for each viewer that did not get every frame once and in order, no picture twice,
+/// no pause over 250 ms from the first window on, on one connection.
+pub fn rolling_failures(
+    viewers: &[Receiver],
+    windows: &[(String, Duration, Duration)],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (i, viewer) in viewers.iter().enumerate() {
+        let messages = viewer.messages.lock().unwrap().clone();
+        viewer.pipeline.set_state(gst::State::Null).unwrap();
+        let frames = viewer.frames();
+        let count = |name: &str| messages.iter().filter(|m| *m == name).count();
+        let (skipped, repeated) = skipped_and_repeated(&frames);
+        let mut pts: Vec<gst::ClockTime> = frames.iter().map(|f| f.pts).collect();
+        pts.sort();
+        pts.dedup();
+        let twice = frames.len() - pts.len();
+        let connected = count("moq-connected");
+        eprintln!(
+            "viewer {i}: {} frames, {skipped} skipped, {repeated} out of order, {twice} pictures \
+             twice; longest pause within {:?}; moved {}, connected {connected}",
+            frames.len(),
+            pauses_within(&frames, windows),
+            count("moq-moved"),
+        );
+        let longest = windows
+            .first()
+            .map_or(Duration::ZERO, |w| longest_pause(&frames, w.1));
+        if longest >= Duration::from_millis(250)
+            || skipped > 0
+            || repeated > 0
+            || twice > 0
+            || connected != 1
+        {
+            failures.push(format!(
+                "viewer {i}: longest pause {longest:?}, {skipped} skipped, {repeated} out of \
+                 order, {twice} twice, {connected} connections"
+            ));
+        }
+    }
+    failures
+}
+
 /// Asserts that a viewer played through something on the session it started with (one
 /// `moq-connected` in its `messages`), every frame once and in order, with no pause over
 /// `bound` after `from` (UNIX time).

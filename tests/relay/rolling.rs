@@ -90,28 +90,7 @@ fn a_rolling_restart_of_a_three_node_cluster_keeps_every_viewer_playing() {
     }
     let sent = sender.sent().len();
     sender.pipeline.set_state(gst::State::Null).unwrap();
-    let mut failures = Vec::new();
-    for (i, viewer) in viewers.iter().enumerate() {
-        let messages = viewer.messages.lock().unwrap().clone();
-        viewer.pipeline.set_state(gst::State::Null).unwrap();
-        let frames = viewer.frames();
-        let count = |name: &str| messages.iter().filter(|m| *m == name).count();
-        let (skipped, repeated) = skipped_and_repeated(&frames);
-        let pauses = pauses_within(&frames, &windows);
-        eprintln!(
-            "viewer {i}: {} frames, {skipped} skipped, {repeated} out of order; longest pause \
-             while {pauses:?}; moved {}, connected {}",
-            frames.len(),
-            count("moq-moved"),
-            count("moq-connected")
-        );
-        let longest = longest_pause(&frames, windows[0].1);
-        if longest >= Duration::from_millis(250) || skipped > 0 || repeated > 0 {
-            failures.push(format!(
-                "viewer {i}: longest pause {longest:?}, {skipped} frames skipped, {repeated} out of order"
-            ));
-        }
-    }
+    let failures = rolling_failures(&viewers, &windows);
     eprintln!(
         "publisher: {sent} frames sent, moved {}",
         *moved.lock().unwrap()

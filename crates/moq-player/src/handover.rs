@@ -19,6 +19,8 @@
 
 use std::collections::VecDeque;
 
+use moq_media::FrameHeader;
+
 use crate::item::Item;
 use crate::splice::{NewFrame, OldFrame, Renumber, Splice};
 
@@ -38,17 +40,23 @@ pub struct Handover<T> {
 
 impl<T> Default for Handover<T> {
     fn default() -> Self {
+        Handover::new(None)
+    }
+}
+
+impl<T> Handover<T> {
+    /// A move of a track whose last frame so far was `last` (as the track numbers it): the
+    /// numbering carries on from it even if the old subscription delivers nothing more.
+    pub fn new(last: Option<FrameHeader>) -> Handover<T> {
         Handover {
-            splice: Splice::new(None),
+            splice: Splice::new(last),
             held: Vec::new(),
             out: VecDeque::new(),
             old_gone: false,
             renumber: None,
         }
     }
-}
 
-impl<T> Handover<T> {
     /// An item of the old subscription, numbered as the track sees it.
     pub fn old(&mut self, item: Item<T>) {
         if self.is_done() {
@@ -293,5 +301,19 @@ mod tests {
         h.new_item(numbered(48, 900), 1_000);
         assert!(h.is_done());
         assert_eq!(indices(&mut h), [36, 37, 38, 39, 48]);
+    }
+
+    #[test]
+    fn a_cut_before_the_old_path_delivered_again_numbers_on_from_the_last_frame_played() {
+        // 30-33 played before the move; the old path delivers nothing after it.
+        let Item::Frame(last) = frame(33) else {
+            unreachable!()
+        };
+        let mut h = Handover::new(Some(last.header));
+        h.new_item(numbered(36, 700), 1_000);
+        h.old_ended();
+        assert!(h.is_done());
+        h.new_item(numbered(37, 700), 1_000);
+        assert_eq!(indices(&mut h), [36, 37]);
     }
 }

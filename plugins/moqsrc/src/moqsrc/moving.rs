@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use moq_media::catalog::{Catalog, TrackEntry};
 use moq_media::hang::HangReader;
+use moq_media::header::FrameHeader;
 use moq_player::handover::Handover;
 use moq_session::{MoqUrl, Session, SessionConfig, Subscription, TrackEvent};
 use tokio::sync::oneshot;
@@ -113,7 +114,9 @@ pub enum Moved {
 }
 
 impl Moving {
-    /// Subscribes `track` (and its enhancement layer) on the move's session with `priority`.
+    /// Subscribes `track` (and its enhancement layer) on the move's session with `priority`;
+    /// `last`: the track's last frame so far, which the new subscription's numbering follows.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         config: &ReceiverConfig,
         request: Move,
@@ -121,6 +124,7 @@ impl Moving {
         enhancement: Option<(&str, u8)>,
         priority: u8,
         hang: Option<&(Catalog, TrackEntry)>,
+        last: Option<FrameHeader>,
     ) -> Moving {
         let (config, session) = (config.clone(), request.session.clone());
         let (track, enhancement) = (
@@ -142,7 +146,7 @@ impl Moving {
             next: None,
             next_enhancement: None,
             hang: hang.map(|(catalog, entry)| HangReader::new(catalog, entry)),
-            handover: Handover::default(),
+            handover: Handover::new(last),
         }
     }
 

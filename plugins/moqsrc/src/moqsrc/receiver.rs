@@ -928,6 +928,7 @@ async fn start_track(
         enhancement_track: track.enhancement.clone(),
         moves,
         renumber: Renumber::default(),
+        last_frame: None,
     };
     let switching = switcher.map(|switcher| Switching {
         switcher,
@@ -1214,6 +1215,9 @@ struct Forwarder {
     /// How the subscriptions' numbering maps onto the track's: a move to another
     /// publisher changes it (see `moq_player::handover`).
     renumber: Renumber,
+    /// The base layer's latest frame so far, as the track numbers it: a move numbers on
+    /// from it.
+    last_frame: Option<FrameHeader>,
 }
 
 impl Forwarder {
@@ -1401,6 +1405,14 @@ impl Forwarder {
                 continue;
             };
             self.renumber.item(&mut item);
+            if let Item::Frame(frame) = &item
+                && frame.layer == TrackRole::Base
+                && self
+                    .last_frame
+                    .is_none_or(|last| frame.header.decode_index > last.decode_index)
+            {
+                self.last_frame = Some(frame.header);
+            }
             // During a move the old base layer plays up to the handover's cut.
             if !enhancement_first
                 && let Some(mv) = moving.as_mut().filter(|m| !m.handover.is_done())
@@ -1468,6 +1480,7 @@ impl Forwarder {
             enhancement,
             priority(self.kind),
             self.hang_track.as_ref(),
+            self.last_frame,
         )
     }
 

@@ -25,7 +25,7 @@ use quinn::congestion::{
 };
 use quinn_proto::RttEstimator;
 
-use crate::estimate::{PATH_WINDOW, PathEstimate, PathEstimator};
+use crate::estimate::{DEFAULT_MAX_ACK_DELAY, PATH_WINDOW, PathEstimate, PathEstimator};
 use crate::track::lock;
 
 /// A connection's path estimator, shared with its controller.
@@ -63,20 +63,26 @@ impl CongestionControl {
         }
     }
 
-    /// A factory of tapped controllers of this kind, with default settings.
-    pub fn factory(self) -> Arc<TappedFactory> {
+    /// A factory of tapped controllers of this kind, with default settings, for a peer
+    /// that holds a lone packet's acknowledgement at most `max_ack_delay`.
+    pub fn factory(self, max_ack_delay: Duration) -> Arc<TappedFactory> {
         let inner: Arc<dyn ControllerFactory + Send + Sync> = match self {
             CongestionControl::Cubic => Arc::new(CubicConfig::default()),
             CongestionControl::NewReno => Arc::new(NewRenoConfig::default()),
             CongestionControl::Bbr => Arc::new(BbrConfig::default()),
-            CongestionControl::Delay => Arc::new(DelayConfig::default()),
+            CongestionControl::Delay => {
+                let mut config = DelayConfig::default();
+                config.max_ack_delay(max_ack_delay);
+                Arc::new(config)
+            }
         };
-        Arc::new(TappedFactory::new(inner))
+        Arc::new(TappedFactory::new(inner, max_ack_delay))
     }
 
-    /// Makes the connections of `transport` use this controller, tapped.
-    pub fn configure(self, transport: &mut quinn::TransportConfig) {
-        transport.congestion_controller_factory(self.factory());
+    /// Makes the connections of `transport` use this controller, tapped; the peer holds
+    /// a lone packet's acknowledgement at most `max_ack_delay`.
+    pub fn configure(self, transport: &mut quinn::TransportConfig, max_ack_delay: Duration) {
+        transport.congestion_controller_factory(self.factory(max_ack_delay));
     }
 }
 
@@ -105,11 +111,20 @@ impl FromStr for CongestionControl {
 /// Builds [`Tapped`] controllers around the controllers of another factory.
 pub struct TappedFactory {
     inner: Arc<dyn ControllerFactory + Send + Sync>,
+    max_ack_delay: Duration,
 }
 
 impl TappedFactory {
-    pub fn new(inner: Arc<dyn ControllerFactory + Send + Sync>) -> TappedFactory {
-        TappedFactory { inner }
+    /// Taps the controllers of `inner`; the peer holds a lone packet's acknowledgement at
+    /// most `max_ack_delay`.
+    pub fn new(
+        inner: Arc<dyn ControllerFactory + Send + Sync>,
+        max_ack_delay: Duration,
+    ) -> TappedFactory {
+        TappedFactory {
+            inner,
+            max_ack_delay,
+        }
     }
 }
 
@@ -121,7 +136,10 @@ impl fmt::Debug for TappedFactory {
 
 impl ControllerFactory for TappedFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
-        Box::new(Tapped::new(self.inner.clone().build(now, current_mtu)))
+        Box::new(Tapped::new(
+            self.inner.clone().build(now, current_mtu),
+            PathEstimator::with_max_ack_delay(self.max_ack_delay),
+        ))
     }
 }
 
@@ -135,11 +153,11 @@ pub struct Tapped {
 }
 
 impl Tapped {
-    /// Taps `inner` with a fresh estimator.
-    pub fn new(inner: Box<dyn Controller>) -> Tapped {
+    /// Taps `inner`, feeding `estimator`.
+    pub fn new(inner: Box<dyn Controller>, estimator: PathEstimator) -> Tapped {
         Tapped {
             inner,
-            estimator: SharedEstimator::default(),
+            estimator: Arc::new(Mutex::new(estimator)),
             in_flight: 0,
         }
     }
@@ -256,6 +274,7 @@ pub fn estimator_of(conn: &quinn::Connection) -> Option<SharedEstimator> {
 pub struct DelayConfig {
     target: Duration,
     initial_window: u64,
+    max_ack_delay: Duration,
 }
 
 impl DelayConfig {
@@ -270,6 +289,12 @@ impl DelayConfig {
         self.initial_window = bytes;
         self
     }
+
+    /// The longest the peer holds a lone packet's acknowledgement (default QUIC's 25 ms).
+    pub fn max_ack_delay(&mut self, delay: Duration) -> &mut Self {
+        self.max_ack_delay = delay;
+        self
+    }
 }
 
 impl Default for DelayConfig {
@@ -277,6 +302,7 @@ impl Default for DelayConfig {
         DelayConfig {
             target: Duration::from_millis(40),
             initial_window: 14_720,
+            max_ack_delay: DEFAULT_MAX_ACK_DELAY,
         }
     }
 }
@@ -364,9 +390,9 @@ impl Delay {
         let mtu = u64::from(current_mtu);
         Delay {
             window: config.initial_window.clamp(2 * mtu, MAX_WINDOW),
+            estimator: PathEstimator::with_max_ack_delay(config.max_ack_delay),
             config,
             mtu,
-            estimator: PathEstimator::new(),
             in_flight: 0,
             acked: 0,
             next_cut: None,

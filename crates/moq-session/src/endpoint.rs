@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::congestion::CongestionControl;
 use crate::error::SessionError;
+use crate::estimate::DEFAULT_MAX_ACK_DELAY;
 use crate::inner::Session;
 use crate::scheduler::PublishLimits;
 use crate::session::SessionConfig;
@@ -71,6 +72,16 @@ pub fn transport_config(receives_media: bool, prompt_acks: bool) -> quinn::Trans
         }
     }
     t
+}
+
+/// The longest a quinn peer holds a lone packet's acknowledgement, with or without
+/// `prompt_acks` asked for (see [`transport_config`]); the path estimate allows for it.
+pub fn max_ack_delay(prompt_acks: bool) -> Duration {
+    if prompt_acks {
+        MEDIA_ACK_DELAY
+    } else {
+        DEFAULT_MAX_ACK_DELAY
+    }
 }
 
 fn endpoint_error(err: impl std::fmt::Display) -> SessionError {
@@ -137,7 +148,9 @@ impl Server {
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = transport_config(false, limits.prompt_acks);
-        limits.congestion.configure(&mut transport);
+        limits
+            .congestion
+            .configure(&mut transport, max_ack_delay(limits.prompt_acks));
         config.transport_config(Arc::new(transport));
         config.max_incoming(MAX_INCOMING);
         let endpoint = quinn::Endpoint::server(config, addr).map_err(endpoint_error)?;
@@ -277,7 +290,9 @@ pub async fn connect(
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
     let mut transport = transport_config(config.publish.is_none(), config.prompt_acks);
-    config.congestion.configure(&mut transport);
+    config
+        .congestion
+        .configure(&mut transport, max_ack_delay(config.prompt_acks));
     let conn = match connect_quic(url, trust, transport, config.versions).await {
         Err(SessionError::Connection(err)) if no_common_alpn(&err) => {
             return Err(no_common_draft(url, trust, config.versions).await);

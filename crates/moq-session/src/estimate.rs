@@ -27,13 +27,15 @@
 //! the previous one left, so the bottleneck was busy throughout. Such a *busy interval*
 //! is pure service time. The test asks for [`BUSY_GUARD`] (2 ms) more than the interval,
 //! against timing noise of the acknowledgements. QUIC receivers acknowledge every second
-//! packet at once but hold a lone one for up to their maximum ack delay (25 ms), or send
-//! it at once with data of their own. An interval between a lone acknowledgement and one
-//! of several is therefore not used. Intervals between two lone ones are used (on a link
-//! too slow for two packets per ack delay, below about 400 kbit/s with 1200-byte packets,
-//! every packet is acknowledged alone), but only within a run of busy ones lasting
-//! [`MIN_LONE_RUN`] (200 ms): the durations of a run add up to its span, off by at most
-//! the difference of two ack delays.
+//! packet at once but hold a lone one for up to their maximum ack delay (25 ms by
+//! default), or send it at once with data of their own. An interval between a lone
+//! acknowledgement and one of several is therefore not used. Intervals between two lone
+//! ones are used (on a link too slow for two packets per ack delay, below about
+//! 400 kbit/s with 1200-byte packets, every packet is acknowledged alone; a receiver asked
+//! for prompt acknowledgements acknowledges each packet of a burst alone), but only within
+//! a run of busy ones lasting [`LONE_RUN_PER_ACK_DELAY`] times the receiver's maximum ack
+//! delay (200 ms for 25 ms, 16 ms for the 2 ms a publisher asks for): the durations of a
+//! run add up to its span, off by at most the difference of two ack delays.
 //!
 //! Every burst of a live stream (a keyframe, any frame of several packets) produces busy
 //! intervals, so an app-limited sender still measures the path several times a second,
@@ -97,8 +99,12 @@ const MIN_ACKED_SPAN: Duration = Duration::from_millis(100);
 const PROMPT_ACK_PACKETS: u32 = 2;
 /// Margin against acknowledgement timing noise in the busy test.
 pub const BUSY_GUARD: Duration = Duration::from_millis(2);
-/// Busy intervals between lone acknowledgements count once a run of them lasts this long.
-pub const MIN_LONE_RUN: Duration = Duration::from_millis(200);
+/// Busy intervals between lone acknowledgements count once a run of them lasts this many
+/// times the receiver's maximum ack delay: the run's span is then off by at most 1/8.
+pub const LONE_RUN_PER_ACK_DELAY: u32 = 8;
+/// How long a receiver may hold a lone packet's acknowledgement unless it was told
+/// otherwise (QUIC's default `max_ack_delay`).
+pub const DEFAULT_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// Longer gaps between ack events never count as busy intervals.
 const MAX_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -211,7 +217,7 @@ struct AckEvent {
 }
 
 /// The path estimate of one connection (see the module documentation).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PathEstimator {
     /// Time of the first input: bins count from here.
     epoch: Option<Instant>,
@@ -227,6 +233,8 @@ pub struct PathEstimator {
     lone_run: Option<Span>,
     /// The current run of them is long enough to count.
     lone_run_long: bool,
+    /// How long a run of them must last to count (see [`LONE_RUN_PER_ACK_DELAY`]).
+    min_lone_run: Duration,
     /// The estimate, in bytes per second.
     rate: Option<f64>,
     /// When the rate was last set from busy intervals.
@@ -254,9 +262,39 @@ fn min_duration(a: Option<Duration>, b: Duration) -> Duration {
     a.map_or(b, |a| a.min(b))
 }
 
+impl Default for PathEstimator {
+    fn default() -> Self {
+        PathEstimator::with_max_ack_delay(DEFAULT_MAX_ACK_DELAY)
+    }
+}
+
 impl PathEstimator {
+    /// An estimator for a receiver that holds acknowledgements up to QUIC's default 25 ms.
     pub fn new() -> PathEstimator {
         PathEstimator::default()
+    }
+
+    /// An estimator for a receiver that holds a lone packet's acknowledgement at most
+    /// `max_ack_delay`: the shorter, the shorter the bursts it measures.
+    pub fn with_max_ack_delay(max_ack_delay: Duration) -> PathEstimator {
+        PathEstimator {
+            epoch: None,
+            now: None,
+            bins: VecDeque::new(),
+            pending: None,
+            last_event: None,
+            lone_run: None,
+            lone_run_long: false,
+            min_lone_run: max_ack_delay.saturating_mul(LONE_RUN_PER_ACK_DELAY),
+            rate: None,
+            path_at: None,
+            busy_age: Duration::ZERO,
+            app_limited: false,
+            latest_rtt: None,
+            smoothed_rtt: None,
+            min_rtt: None,
+            in_flight: 0,
+        }
     }
 
     /// Packets of `bytes` in all were sent; `in_flight` bytes are unacknowledged now.
@@ -509,7 +547,7 @@ impl PathEstimator {
                 // enough for the difference of two ack delays not to matter.
                 let run = self.lone_run.get_or_insert_with(Span::default);
                 run.add(event.bytes, interval);
-                if self.lone_run_long || run.nanos >= nanos(MIN_LONE_RUN) {
+                if self.lone_run_long || run.nanos >= nanos(self.min_lone_run) {
                     counted = std::mem::take(run);
                     self.lone_run_long = true;
                 }

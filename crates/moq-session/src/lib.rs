@@ -39,7 +39,8 @@ mod version;
 
 pub use control::ControlReader;
 pub use endpoint::{
-    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, transport_config,
+    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, max_ack_delay,
+    transport_config,
 };
 pub use error::{Redirected, RequestError, SessionError};
 pub use inner::{Role, Session};

@@ -8,6 +8,7 @@ use crate::estimate::sim::{self, Fixed, Outcome, Rtt, Scenario, constant};
 
 const S: Duration = Duration::from_secs(1);
 const MTU: u16 = 1200;
+const ACK_DELAY: Duration = Duration::from_millis(25);
 
 #[test]
 fn names_parse_back() {
@@ -27,8 +28,11 @@ fn names_parse_back() {
 fn tap_forwards_every_call_and_copies_share_the_estimator() {
     let t0 = Instant::now();
     let mut plain = Arc::new(NewRenoConfig::default()).build(t0, MTU);
-    let mut tapped =
-        Arc::new(TappedFactory::new(Arc::new(NewRenoConfig::default()))).build(t0, MTU);
+    let mut tapped = Arc::new(TappedFactory::new(
+        Arc::new(NewRenoConfig::default()),
+        ACK_DELAY,
+    ))
+    .build(t0, MTU);
     assert_eq!(tapped.window(), plain.window());
     assert_eq!(tapped.initial_window(), plain.initial_window());
     let steps: [(u64, bool); 3] = [(1200, false), (2400, false), (0, true)];
@@ -68,12 +72,12 @@ fn tap_forwards_every_call_and_copies_share_the_estimator() {
 fn every_kind_builds_a_tapped_controller() {
     let t0 = Instant::now();
     for cc in CongestionControl::ALL {
-        let controller = cc.factory().build(t0, MTU);
+        let controller = cc.factory(ACK_DELAY).build(t0, MTU);
         assert!(controller.window() >= 2 * u64::from(MTU), "{cc}");
         assert!(controller.into_any().downcast::<Tapped>().is_ok(), "{cc}");
     }
     let mut transport = quinn::TransportConfig::default();
-    CongestionControl::Delay.configure(&mut transport);
+    CongestionControl::Delay.configure(&mut transport, ACK_DELAY);
 }
 
 impl sim::Window for Delay {

@@ -554,7 +554,7 @@ pub(crate) fn run(scenario: &Scenario, window: &mut dyn Window) -> Outcome {
         events: Vec::new(),
         seq: 0,
         rng: Rng(scenario.seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
-        est: PathEstimator::new(),
+        est: PathEstimator::with_max_ack_delay(scenario.max_ack_delay),
         window,
         buffer: 0,
         packets: Vec::new(),

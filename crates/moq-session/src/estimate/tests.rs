@@ -132,6 +132,29 @@ fn slow_links_where_every_packet_is_acknowledged_alone_are_measured() {
 }
 
 #[test]
+fn an_app_limited_stream_acknowledged_packet_by_packet_is_measured_on_every_keyframe() {
+    // A receiver asked for a 2 ms ack delay (as publishers ask theirs) acknowledges each
+    // packet of a keyframe crossing a 1200 kbit/s link alone, a run of about 100 ms: the
+    // estimate, told that bound, measures the path on each of them, never holding an old
+    // figure.
+    let mut sc = Scenario::new(constant(1_200_000), constant(600_000), 20 * S);
+    sc.max_ack_delay = Duration::from_millis(2);
+    let out = sim::run(&sc, &mut Fixed(60_000));
+    let (lo, hi) = range(&out, 2 * S, 20 * S);
+    let samples = out.between(2 * S, 20 * S).count();
+    let confirmed = out
+        .between(2 * S, 20 * S)
+        .filter(|s| s.estimate.confirmed)
+        .count();
+    println!(
+        "1200 kbit/s, 600 kbit/s stream, 2 ms ack delay: 2-20 s {lo:.1}..{hi:.1} kbit/s, \
+         {confirmed} of {samples} samples measured within the last second"
+    );
+    assert!(within(lo, 1200.0, 0.10) && within(hi, 1200.0, 0.10));
+    assert_eq!(confirmed, samples);
+}
+
+#[test]
 fn step_up_with_an_app_limited_sender_never_falls_below_what_it_sends() {
     // 400 -> 1200 kbit/s at 10 s. The sender makes 360 kbit/s before, 600 after, probes
     // 900 from 25 s and 1500 (more than the link) from 35 s. Paced: no burst ever shows

@@ -208,6 +208,57 @@ fn an_audio_pad_added_while_playing_extends_the_catalog_and_gets_a_pad() {
     sender.set_state(gst::State::Null).unwrap();
 }
 
+/// x264's lookahead (its defaults: 40 frames, ~1.7 s at 24 fps) keeps the first video
+/// frame from moqsink long after live audio starts. Audio is published as it comes: its
+/// first frame is not held back until a video frame arrives (a sink prerolling would hold
+/// it, then let it go with its timing and the catalog clock set late).
+#[test]
+fn a_live_audio_pad_is_not_held_back_until_the_first_video_frame() {
+    require(AudioCodec::Opus);
+    let sender = launch(&format!(
+        "{TEST_VIDEO} ! x264enc bframes=3 key-int-max=24 ! h264parse ! m.video_0 \
+         {AV_AUDIO} ! opusenc bitrate=64000 frame-size=20 ! m.audio_0 \
+         moqsink name=m sync=false {LISTEN}"
+    ));
+    let sink = sender.by_name("m").unwrap();
+    let arrivals = |name: &str| {
+        let times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>> = Default::default();
+        let record = times.clone();
+        sink.static_pad(name)
+            .unwrap()
+            .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+                record.lock().unwrap().push(Instant::now());
+                gst::PadProbeReturn::Ok
+            });
+        times
+    };
+    let audio = arrivals("audio_0");
+    let video = arrivals("video_0");
+    sender.set_state(gst::State::Playing).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while video.lock().unwrap().is_empty() || audio.lock().unwrap().len() < 10 {
+        assert!(Instant::now() < deadline, "no video or audio at moqsink");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sender.set_state(gst::State::Null).unwrap();
+    let audio = audio.lock().unwrap().clone();
+    let first_video = video.lock().unwrap()[0];
+    let video_after = first_video.saturating_duration_since(audio[0]);
+    let longest = audio
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default();
+    println!(
+        "first video frame {video_after:?} after the first audio frame; longest wait \
+         between the first {} audio frames {longest:?}",
+        audio.len()
+    );
+    // Without the encoder's delay the test would show nothing.
+    assert!(video_after >= Duration::from_millis(600), "{video_after:?}");
+    assert!(longest < Duration::from_millis(300), "{longest:?}");
+}
+
 /// 600 kbit/s of video and 64 kbit/s of Opus over a 400 kbit/s link: the video skips,
 /// the audio (sent before any video) plays on without holes longer than 60 ms.
 #[test]

@@ -1059,11 +1059,12 @@ impl MoqSink {
         };
         let sync = lock(&self.settings).sync;
         entry.sink.set_property("sync", sync);
-        // A sink joining a running pipeline must not preroll: the pipeline would go back to
-        // PAUSED to wait for it, and a live source upstream produces nothing in PAUSED.
-        if self.obj().current_state() > gst::State::Ready {
-            entry.sink.set_property("async", false);
-        }
+        // A publisher has nothing to preroll. Prerolling, a pad's first frame waits for the
+        // first frame of every other pad (a live audio pad for the video encoder's
+        // lookahead, ~0.7 s with x264's defaults), which delays it and the catalog clock it
+        // sets; and a sink joining a running pipeline would take the pipeline back to
+        // PAUSED, where a live source upstream produces nothing.
+        entry.sink.set_property("async", false);
         let attached = self.obj().add(&entry.sink).is_ok()
             && entry
                 .sink

@@ -537,13 +537,7 @@ async fn receive_session(
     let (catalog, at) = first_catalog(&mut catalog_subs, deadline)
         .await
         .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
-    let mut feed = CatalogFeed {
-        updates: catalog_subs[at].take(),
-        track: CATALOG_TRACKS[at],
-        current: catalog,
-        moved_from: None,
-        shown_as: None,
-    };
+    let mut feed = CatalogFeed::new(catalog, CATALOG_TRACKS[at], catalog_subs[at].take());
     if !offer_tracks(config, events, progress, &feed.current).await? {
         return Ok(());
     }
@@ -683,13 +677,7 @@ async fn resubscribe(
                 let (current, _) = first_catalog(&mut subs, deadline)
                     .await
                     .map_err(|e| format!("{why}; subscribed again: {e}"))?;
-                return Ok(CatalogFeed {
-                    current,
-                    track,
-                    updates: subs[at].take(),
-                    moved_from: None,
-                    shown_as: None,
-                });
+                return Ok(CatalogFeed::new(current, track, subs[at].take()));
             }
             Ok(Err(err)) => err.to_string(),
             Err(_) => "no answer".to_owned(),
@@ -764,7 +752,6 @@ async fn offer_tracks(
     Ok(true)
 }
 
-/// A subscription made before the catalog arrived.
 /// The broadcast's catalog and where its updates come from.
 struct CatalogFeed {
     current: Catalog,
@@ -780,6 +767,16 @@ struct CatalogFeed {
 }
 
 impl CatalogFeed {
+    fn new(current: Catalog, track: &'static str, updates: Option<Subscription>) -> CatalogFeed {
+        CatalogFeed {
+            current,
+            track,
+            updates,
+            moved_from: None,
+            shown_as: None,
+        }
+    }
+
     /// A catalog update as the tracks see it: with the epoch they number frames from.
     fn shown(&mut self, mut update: Catalog) -> Catalog {
         if let Some(shown) = self.moved_from.take()
@@ -796,6 +793,7 @@ impl CatalogFeed {
     }
 }
 
+/// A subscription made before the catalog arrived.
 struct EarlySubscription {
     name: String,
     task: tokio::task::JoinHandle<Result<Subscription, String>>,

@@ -73,6 +73,9 @@ struct Relay {
     fingerprint: String,
     /// How it authorizes sessions (`--auth-…`), and any other arguments.
     args: Vec<String>,
+    /// The relay's port while it is down, so that no other test's endpoint is given it
+    /// meanwhile (its viewers would reach that one) and the restart can take it again.
+    held_port: Option<std::net::UdpSocket>,
 }
 
 impl Relay {
@@ -117,6 +120,7 @@ impl Relay {
             dir,
             fingerprint,
             args: args.iter().map(|a| a.to_string()).collect(),
+            held_port: None,
         };
         relay.spawn();
         relay
@@ -132,6 +136,7 @@ impl Relay {
             self.dir.join("key.pem").into(),
         ];
         args.extend(self.args.iter().map(Into::into));
+        self.held_port = None;
         let (child, ports) =
             start_relay(&args, &["quic"]).expect("moq-relay says where it listens");
         self.child = Some(child);
@@ -148,7 +153,13 @@ impl Relay {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            self.hold_port();
         }
+    }
+
+    /// Keeps the port of a relay that is down bound, silent (see `held_port`).
+    fn hold_port(&mut self) {
+        self.held_port = std::net::UdpSocket::bind(("127.0.0.1", self.port)).ok();
     }
 
     /// Stops the relay as a planned restart does: SIGTERM, which makes moq-relay send
@@ -170,6 +181,7 @@ impl Relay {
         while let Some(child) = &mut self.child {
             if child.try_wait().ok().flatten().is_some() {
                 self.child = None;
+                self.hold_port();
                 return true;
             }
             if Instant::now() >= deadline {

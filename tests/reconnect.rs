@@ -21,9 +21,11 @@ fn a_restarted_publisher_is_resumed_at_the_live_edge() {
         .expect("plays before the restart");
     drop(first);
     let stopped = Instant::now();
+    let held = hold_udp_port(port);
     std::thread::sleep(Duration::from_secs(2));
     let before = receiver.frames().len();
 
+    drop(held);
     let second = Sender::start_on(port, "");
     let restarted = Instant::now();
     receiver

@@ -152,6 +152,13 @@ pub fn silent_udp_socket() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").expect("bind an ephemeral UDP port")
 }
 
+/// Binds `port` of a server that is down, silent, until dropped: the system could give a
+/// free port to another test's endpoint meanwhile, which this server's viewers would
+/// reach, and the server could not listen there again. `None` if it is taken already.
+pub fn hold_udp_port(port: u16) -> Option<UdpSocket> {
+    UdpSocket::bind(("127.0.0.1", port)).ok()
+}
+
 /// A new directory under the system's temporary one, `prefix` and a name no other test
 /// of this process uses.
 pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {

@@ -73,8 +73,7 @@ struct Relay {
     fingerprint: String,
     /// How it authorizes sessions (`--auth-…`), and any other arguments.
     args: Vec<String>,
-    /// The relay's port while it is down, so that no other test's endpoint is given it
-    /// meanwhile (its viewers would reach that one) and the restart can take it again.
+    /// The relay's port while it is down (see [`hold_udp_port`]).
     held_port: Option<std::net::UdpSocket>,
 }
 
@@ -159,7 +158,7 @@ impl Relay {
 
     /// Keeps the port of a relay that is down bound, silent (see `held_port`).
     fn hold_port(&mut self) {
-        self.held_port = std::net::UdpSocket::bind(("127.0.0.1", self.port)).ok();
+        self.held_port = hold_udp_port(self.port);
     }
 
     /// Stops the relay as a planned restart does: SIGTERM, which makes moq-relay send

@@ -15,6 +15,9 @@
 //! next frame of that size would take (the least size-free transit of the window plus its
 //! transfer), so a long GoP's keyframe is planned for even after the last one has left
 //! the window, and a path whose queue drained stops asking for the keyframes of before.
+//! A large frame is planned for only so long: a stream whose keyframes shrank (an
+//! encoder that started above its link and was brought down) must not keep the delay of
+//! its first seconds.
 //!
 //! No clock is read: times are ns of running time, media times µs.
 
@@ -36,9 +39,18 @@ const PER_BYTE_WEIGHT: f64 = 0.4;
 const MAX_PER_BYTE_NS: f64 = 1_000_000.0;
 /// Samples kept at most, whatever the frame rate a peer claims.
 const MAX_SAMPLES: usize = 1_024;
+/// How long after the last large frame one of its size is still planned for: a keyframe
+/// interval up to this long keeps its keyframes' transfer in the need.
+const LARGE_MEMORY_NS: u64 = 10_000_000_000;
 /// How much arrival time the window must span before its need is taken as settled: right
 /// after a clear, a few frames say little of what the next seconds bring.
 const SETTLE_NS: u64 = 1_000_000_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Large {
+    size: u64,
+    arrival: u64,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -55,8 +67,8 @@ pub struct DelayEstimator {
     samples: VecDeque<Sample>,
     /// The path's transfer time per byte, ns.
     per_byte_ns: Option<f64>,
-    /// The size of the latest large frame.
-    large_size: Option<u64>,
+    /// The size and arrival of the latest large frame.
+    large: Option<Large>,
 }
 
 impl DelayEstimator {
@@ -95,7 +107,7 @@ impl DelayEstimator {
                     Some(old) => old + PER_BYTE_WEIGHT * (sample - old),
                     None => sample,
                 });
-                self.large_size = Some(size);
+                self.large = Some(Large { size, arrival });
             }
         }
         self.samples.push_back(Sample {
@@ -114,7 +126,11 @@ impl DelayEstimator {
     /// frame like the last, arrive by their slots; `None` before any frame.
     pub fn need(&self) -> Option<i64> {
         let latest = self.samples.iter().map(|s| s.transit).max()?;
-        let Some(large) = self.large_size else {
+        let now = self.samples.back()?.arrival;
+        let Some(large) = self
+            .large
+            .filter(|l| now.saturating_sub(l.arrival) <= LARGE_MEMORY_NS)
+        else {
             return Some(latest);
         };
         let base = self
@@ -122,7 +138,7 @@ impl DelayEstimator {
             .iter()
             .map(|s| s.transit.saturating_sub(self.transfer_ns(s.size)))
             .min()?;
-        Some(latest.max(base.saturating_add(self.transfer_ns(large))))
+        Some(latest.max(base.saturating_add(self.transfer_ns(large.size))))
     }
 
     /// Whether the window spans enough time for its need to be trusted to drain on.
@@ -214,6 +230,28 @@ mod tests {
         let drained = e.need().unwrap();
         let fallen_ms = (queued - drained) as f64 / MS as f64;
         assert!((350.0..450.0).contains(&fallen_ms), "{fallen_ms}");
+    }
+
+    #[test]
+    fn keyframes_that_stopped_being_large_are_no_longer_planned_for() {
+        // Started above a 400 kbit/s link (8 kB keyframes, a queue building), then below
+        // it with keyframes under three times the other frames' size: 15 s on, the
+        // need is what a stream started below would have.
+        let (key, delta) = (gop(8_000, 2_000, 15), gop(2_800, 1_500, 15));
+        let mut started_above = DelayEstimator::default();
+        feed(&mut started_above, 0..120, 400, 20, key);
+        assert!(started_above.large.is_some());
+        feed(&mut started_above, 120..480, 400, 20, &delta);
+        let mut started_below = DelayEstimator::default();
+        feed(&mut started_below, 0..480, 400, 20, &delta);
+        let above = started_above.need().unwrap() - started_above.floor().unwrap();
+        let below = started_below.need().unwrap() - started_below.floor().unwrap();
+        assert!(
+            above <= below + 5 * MS as i64,
+            "{} ms above the floor, {} ms started below",
+            above / MS as i64,
+            below / MS as i64
+        );
     }
 
     #[test]

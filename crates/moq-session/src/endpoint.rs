@@ -74,14 +74,22 @@ pub fn transport_config(receives_media: bool, prompt_acks: bool) -> quinn::Trans
     t
 }
 
-/// The longest a quinn peer holds a lone packet's acknowledgement, with or without
-/// `prompt_acks` asked for (see [`transport_config`]); the path estimate allows for it.
-pub fn max_ack_delay(prompt_acks: bool) -> Duration {
-    if prompt_acks {
+/// The transport settings of a session ([`transport_config`]) with `congestion` driving
+/// its connections. The controller's path estimate is told how long the peer holds a
+/// lone packet's acknowledgement, which `prompt_acks` decides.
+pub fn session_transport(
+    receives_media: bool,
+    prompt_acks: bool,
+    congestion: CongestionControl,
+) -> quinn::TransportConfig {
+    let mut transport = transport_config(receives_media, prompt_acks);
+    let max_ack_delay = if prompt_acks {
         MEDIA_ACK_DELAY
     } else {
         DEFAULT_MAX_ACK_DELAY
-    }
+    };
+    congestion.configure(&mut transport, max_ack_delay);
+    transport
 }
 
 fn endpoint_error(err: impl std::fmt::Display) -> SessionError {
@@ -147,10 +155,7 @@ impl Server {
         let tls = identity.rustls_config(limits.versions.alpns())?;
         let crypto = QuicServerConfig::try_from(tls).map_err(endpoint_error)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let mut transport = transport_config(false, limits.prompt_acks);
-        limits
-            .congestion
-            .configure(&mut transport, max_ack_delay(limits.prompt_acks));
+        let transport = session_transport(false, limits.prompt_acks, limits.congestion);
         config.transport_config(Arc::new(transport));
         config.max_incoming(MAX_INCOMING);
         let endpoint = quinn::Endpoint::server(config, addr).map_err(endpoint_error)?;
@@ -289,10 +294,11 @@ pub async fn connect(
     trust: &Trust,
     mut config: SessionConfig,
 ) -> Result<Session, SessionError> {
-    let mut transport = transport_config(config.publish.is_none(), config.prompt_acks);
-    config
-        .congestion
-        .configure(&mut transport, max_ack_delay(config.prompt_acks));
+    let transport = session_transport(
+        config.publish.is_none(),
+        config.prompt_acks,
+        config.congestion,
+    );
     let conn = match connect_quic(url, trust, transport, config.versions).await {
         Err(SessionError::Connection(err)) if no_common_alpn(&err) => {
             return Err(no_common_draft(url, trust, config.versions).await);

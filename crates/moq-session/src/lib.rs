@@ -39,7 +39,7 @@ mod version;
 
 pub use control::ControlReader;
 pub use endpoint::{
-    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, max_ack_delay,
+    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, session_transport,
     transport_config,
 };
 pub use error::{Redirected, RequestError, SessionError};

@@ -17,8 +17,7 @@ use moq_session::congestion::{CongestionControl, estimator_of};
 use moq_session::tls::{ServerIdentity, Trust};
 use moq_session::{
     Broadcast, GroupOrder, MoqUrl, Priority, Session, SessionConfig, SubscribeOptions,
-    TrackDelivery, TrackEvent, TrackProducer, connect, max_ack_delay, parse_namespace,
-    transport_config,
+    TrackDelivery, TrackEvent, TrackProducer, connect, parse_namespace, session_transport,
 };
 use quinn::crypto::rustls::QuicServerConfig;
 
@@ -88,9 +87,7 @@ fn publisher_endpoint(identity: &ServerIdentity, cc: CongestionControl) -> quinn
     tls.alpn_protocols = vec![moq_wire::draft14::ALPN.to_vec()];
     let crypto = QuicServerConfig::try_from(tls).unwrap();
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = transport_config(false, true);
-    cc.configure(&mut transport, max_ack_delay(true));
-    config.transport_config(Arc::new(transport));
+    config.transport_config(Arc::new(session_transport(false, true, cc)));
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     quinn::Endpoint::server(config, addr).unwrap()
 }

@@ -221,34 +221,20 @@ fn a_live_audio_pad_is_not_held_back_until_the_first_video_frame() {
          moqsink name=m sync=false {LISTEN}"
     ));
     let sink = sender.by_name("m").unwrap();
-    let arrivals = |name: &str| {
-        let times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>> = Default::default();
-        let record = times.clone();
-        sink.static_pad(name)
-            .unwrap()
-            .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
-                record.lock().unwrap().push(Instant::now());
-                gst::PadProbeReturn::Ok
-            });
-        times
-    };
+    let arrivals = |name: &str| Arrivals::record(&sink.static_pad(name).unwrap());
     let audio = arrivals("audio_0");
     let video = arrivals("video_0");
     sender.set_state(gst::State::Playing).unwrap();
     let deadline = Instant::now() + WAIT;
-    while video.lock().unwrap().is_empty() || audio.lock().unwrap().len() < 10 {
+    while video.times().is_empty() || audio.times().len() < 10 {
         assert!(Instant::now() < deadline, "no video or audio at moqsink");
         std::thread::sleep(Duration::from_millis(20));
     }
     sender.set_state(gst::State::Null).unwrap();
-    let audio = audio.lock().unwrap().clone();
-    let first_video = video.lock().unwrap()[0];
-    let video_after = first_video.saturating_duration_since(audio[0]);
-    let longest = audio
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default();
+    let audio = audio.times();
+    let us = |us: i64| Duration::from_micros(us.max(0) as u64);
+    let video_after = us(video.times()[0] - audio[0]);
+    let longest = us(audio.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0));
     println!(
         "first video frame {video_after:?} after the first audio frame; longest wait \
          between the first {} audio frames {longest:?}",

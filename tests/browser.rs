@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 use gst::prelude::*;
@@ -192,33 +192,6 @@ fn page_tools() -> PathBuf {
     dir
 }
 
-fn unix_now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
-
-/// Every buffer reaching `pad`: its running time and the wall clock then, µs.
-fn record_arrivals(pad: &gst::Pad) -> Arc<Mutex<Vec<(i64, i64)>>> {
-    let arrivals: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
-    let record = arrivals.clone();
-    pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
-        let running = info.buffer().and_then(|b| {
-            let segment = pad.sticky_event::<gst::event::Segment>(0)?;
-            let segment = segment.segment().downcast_ref::<gst::ClockTime>()?;
-            segment.to_running_time(b.pts()?)
-        });
-        if let Some(running) = running {
-            record
-                .lock()
-                .unwrap()
-                .push((running.useconds() as i64, unix_now_us()));
-        }
-        gst::PadProbeReturn::Ok
-    });
-    arrivals
-}
-
 /// The runner (tools/browser/watch.mjs) with the page open, reporting on its stdout.
 struct Page {
     child: Child,
@@ -370,16 +343,15 @@ fn a_browser_plays_a_20_s_hang_broadcast_of_moqsink_through_the_relay() {
     );
     let sender = launch(&description);
     let sink = sender.by_name("m").expect("moqsink");
-    let video_sent = record_arrivals(&sink.static_pad("video_0").expect("video pad"));
-    let audio_sent = record_arrivals(&sink.static_pad("audio_0").expect("audio pad"));
+    let video_sent = Arrivals::record(&sink.static_pad("video_0").expect("video pad"));
+    let audio_sent = Arrivals::record(&sink.static_pad("audio_0").expect("audio pad"));
     sender.set_state(gst::State::Playing).expect("sender plays");
     wait_eos(&sender, Duration::from_secs(STREAM_SECONDS) + WAIT).expect("the stream ends");
     std::thread::sleep(TAIL);
     let record = page.finish();
     sender.set_state(gst::State::Null).expect("sender stops");
 
-    let video_sent = video_sent.lock().unwrap().clone();
-    let audio_sent = audio_sent.lock().unwrap().clone();
+    let (video_sent, audio_sent) = (video_sent.stamped(), audio_sent.stamped());
     let reached: HashMap<i64, i64> = video_sent.iter().copied().collect();
     // The first draw of each of the stream's pictures.
     let mut drawn: HashMap<i64, f64> = HashMap::new();

@@ -618,6 +618,67 @@ pub fn unix_now() -> Duration {
         .expect("clock after 1970")
 }
 
+/// Wall-clock time, µs since 1970.
+pub fn unix_now_us() -> i64 {
+    unix_now().as_micros() as i64
+}
+
+/// Every buffer that reached a pad: its running time (`None` without a timestamp or a
+/// time segment) and the wall clock then, µs.
+#[derive(Clone, Default)]
+pub struct Arrivals(Arc<Mutex<Vec<Arrival>>>);
+
+#[derive(Clone, Copy)]
+struct Arrival {
+    running_us: Option<i64>,
+    at_us: i64,
+}
+
+impl Arrivals {
+    /// Records every buffer reaching `pad` from now on.
+    pub fn record(pad: &gst::Pad) -> Arrivals {
+        let arrivals = Arrivals::default();
+        let record = arrivals.clone();
+        pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
+            let running = info.buffer().and_then(|b| {
+                let segment = pad.sticky_event::<gst::event::Segment>(0)?;
+                let segment = segment.segment().downcast_ref::<gst::ClockTime>()?;
+                segment.to_running_time(b.pts()?)
+            });
+            record
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Arrival {
+                    running_us: running.map(|r| r.useconds() as i64),
+                    at_us: unix_now_us(),
+                });
+            gst::PadProbeReturn::Ok
+        });
+        arrivals
+    }
+
+    /// When each buffer arrived, wall clock µs.
+    pub fn times(&self) -> Vec<i64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|a| a.at_us)
+            .collect()
+    }
+
+    /// The buffers with a running time: (running time, arrival), µs.
+    pub fn stamped(&self) -> Vec<(i64, i64)> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(|a| Some((a.running_us?, a.at_us)))
+            .collect()
+    }
+}
+
 /// `moqsrc ! h264parse ! avdec_h264 ! appsink`, recording moqsrc's video output (at the
 /// parser's input: moqsrc's pads come and go with the catalog) and counting decoded
 /// pictures.

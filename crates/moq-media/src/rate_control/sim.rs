@@ -117,6 +117,8 @@ impl SimEncoder {
 struct Packet {
     arrived_us: u64,
     bytes: u64,
+    /// The packet ends its frame.
+    last: bool,
 }
 
 pub struct SimPath {
@@ -135,6 +137,18 @@ pub struct SimPath {
     drops: VecDeque<(u64, u64)>,
     delivery: Option<(f64, u64)>,
     pub dropped_bytes: u64,
+    /// Every frame sent: when (µs), and what became of it.
+    pub frames: Vec<(u64, Crossing)>,
+}
+
+/// What became of a frame on the path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Crossing {
+    Pending,
+    /// A packet of it was dropped.
+    Lost,
+    /// Its last packet left the queue this long after the frame was sent, µs.
+    Crossed(u64),
 }
 
 impl SimPath {
@@ -150,6 +164,7 @@ impl SimPath {
             drops: VecDeque::new(),
             delivery: None,
             dropped_bytes: 0,
+            frames: Vec::new(),
         }
     }
 
@@ -159,6 +174,7 @@ impl SimPath {
 
     /// A frame of `bytes` is sent at `now_us`, in packets.
     pub fn send(&mut self, now_us: u64, bytes: u64) {
+        self.frames.push((now_us, Crossing::Pending));
         let mut left = bytes;
         while left > 0 {
             let size = left.min(PACKET);
@@ -166,12 +182,16 @@ impl SimPath {
             if self.backlog + size > self.queue_limit {
                 self.drops.push_back((now_us, size));
                 self.dropped_bytes += size;
+                if let Some(frame) = self.frames.last_mut() {
+                    frame.1 = Crossing::Lost;
+                }
                 continue;
             }
             self.backlog += size;
             self.queue.push_back(Packet {
                 arrived_us: now_us,
                 bytes: size,
+                last: left == 0,
             });
         }
     }
@@ -192,6 +212,16 @@ impl SimPath {
             // Busy: the next packet was already waiting when this one left.
             let busy = self.queue.front().is_some_and(|p| p.arrived_us < now_us);
             let delay = now_us.saturating_sub(head.arrived_us);
+            if head.last {
+                let frame = self
+                    .frames
+                    .iter_mut()
+                    .rev()
+                    .find(|f| f.0 == head.arrived_us);
+                if let Some(frame) = frame.filter(|f| f.1 == Crossing::Pending) {
+                    frame.1 = Crossing::Crossed(delay);
+                }
+            }
             self.departed.push_back((now_us, head.bytes, delay, busy));
         }
         while self
@@ -350,6 +380,24 @@ impl Sim {
             .between(from, to)
             .fold((0.0, 0), |(s, n), x| (s + x.link_bps, n + 1));
         sum / n.max(1) as f64
+    }
+
+    /// Share of the frames sent in [from, to) s lost or crossing in more than `bound_ms`:
+    /// what a player with that much playout delay could not show.
+    pub fn late_share(&self, from: f64, to: f64, bound_ms: u64) -> f64 {
+        let sent = self
+            .path
+            .frames
+            .iter()
+            .filter(|f| (from..to).contains(&(f.0 as f64 / 1e6)));
+        let (late, n) = sent.fold((0, 0), |(late, n), f| {
+            let is_late = match f.1 {
+                Crossing::Crossed(delay) => delay > bound_ms * 1000,
+                _ => true,
+            };
+            (late + usize::from(is_late), n + 1)
+        });
+        late as f64 / n.max(1) as f64
     }
 
     /// Seconds covered by 5 s stretches with the target at `floor` throughout while the

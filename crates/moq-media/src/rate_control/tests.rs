@@ -548,8 +548,9 @@ fn on_a_link_changing_every_second_the_target_leaves_the_floor() {
             let (output, link) = (s.mean_output(10.0, 120.0), s.mean_link(10.0, 120.0));
             eprintln!(
                 "seed {seed}, {name}: output {output:.0} of a {link:.0} link ({:.0} %), \
-                 {floor_s} s at the floor, starved {starved} s",
-                output / link * 100.0
+                 {floor_s} s at the floor, starved {starved} s, late (>400 ms) {:.1} %",
+                output / link * 100.0,
+                100.0 * s.late_share(10.0, 118.0, 400)
             );
             assert_eq!(starved, 0.0, "seed {seed}, {name}");
             assert!(

@@ -31,7 +31,10 @@
 //!   the cut answers late costs a few late frames, which skip-forward and `max-backlog`
 //!   absorb; a sustained lower rate is followed.
 //! - **Rise** toward a measured limit above the goal by half the gap per second (at least
-//!   12 %/s), once the hold after a cut is over.
+//!   12 %/s), once the hold after a cut is over; no higher than the least limit measured
+//!   over the last 2 s plus twice the encoder's lag, so a path whose rate swings from
+//!   second to second is used at what it keeps while a cut would take effect, not at
+//!   its peaks.
 //! - **Probe** a path that measures nothing (a stream too small to fill it produces no busy
 //!   interval, so its delivery rate is never measured): a step up, held for the encoder's
 //!   lag plus the time the path's trough takes to show a queue, kept if no queue formed.
@@ -99,6 +102,11 @@ const STALE_MARGIN: f64 = 0.08;
 const CATCH_UP_PER_S: f64 = 0.5;
 /// Least rise per second toward a measured limit, as a share of the goal.
 const RISE_PER_S: f64 = 0.12;
+/// A rise goes no higher than the least limit measured over this long plus
+/// [`SUSTAINED_PER_LAG`] times the encoder's lag: a path whose rate swings from second to
+/// second is used at what it keeps over the time a cut takes to show, not at its peaks.
+const SUSTAINED_US: u64 = 2_000_000;
+const SUSTAINED_PER_LAG: u64 = 2;
 /// After a cut, no further cut for the encoder's lag plus this.
 const CUT_SETTLE_US: u64 = 500_000;
 /// After a cut or a probe step, no rise for the encoder's lag plus this (the path's
@@ -245,6 +253,9 @@ pub struct RateController {
     /// Probes that failed in a row near the same level: the wait before the next one
     /// there doubles with each.
     failures_near: u32,
+    /// The measured limits of the last few seconds (see [`SUSTAINED_US`]): (time µs,
+    /// bit/s).
+    measured: std::collections::VecDeque<(u64, f64)>,
 }
 
 impl RateController {
@@ -270,6 +281,7 @@ impl RateController {
             failure: None,
             probes_carried: 0,
             failures_near: 0,
+            measured: std::collections::VecDeque::new(),
         }
     }
 
@@ -539,12 +551,22 @@ impl RateController {
                 self.cut_to(now_us, path.limit);
                 return Some(Change::Cut);
             }
-            if now_us < self.rise_after_us || path.limit <= self.goal * (1.0 + MIN_CHANGE) {
+            let sustained_us = SUSTAINED_US.saturating_add(SUSTAINED_PER_LAG.saturating_mul(lag));
+            while self
+                .measured
+                .front()
+                .is_some_and(|m| m.0.saturating_add(sustained_us) < now_us)
+            {
+                self.measured.pop_front();
+            }
+            self.measured.push_back((now_us, path.limit));
+            let sustained = self.measured.iter().map(|m| m.1).fold(path.limit, f64::min);
+            if now_us < self.rise_after_us || sustained <= self.goal * (1.0 + MIN_CHANGE) {
                 return None;
             }
-            let gap = path.limit - self.goal;
+            let gap = sustained - self.goal;
             let step = (self.goal * RISE_PER_S).max(gap * CATCH_UP_PER_S) * elapsed_us as f64 / 1e6;
-            self.goal = path.limit.min(self.goal + step);
+            self.goal = sustained.min(self.goal + step);
             return Some(Change::Rise);
         }
         // A transport that holds data back is what limits the stream: a step up would

@@ -138,16 +138,44 @@ fn a_constant_link_measured_now_and_then_is_probed_within_bounds() {
 }
 
 #[test]
-fn measured_capacity_is_taken_up_within_seconds_without_overshoot() {
+fn measured_capacity_is_taken_up_once_it_has_held_without_overshoot() {
     let mut c = RateController::new(config());
     run(&mut c, 0.0, 10.0, |_| vec![path(400, 5)]);
     let low = c.target_bps();
     let trace = run(&mut c, 10.0, 30.0, |_| vec![path(1200, 5)]);
     let at = |s: f64| trace.iter().find(|(t, _)| *t >= s).unwrap().1;
-    // Half the gap to 0.85 × 1200 per second: within 10 % of it after 5 s.
-    assert!(at(15.0) >= 918_000, "{low} -> {}", at(15.0));
+    let held = (SUSTAINED_US + SUSTAINED_PER_LAG * c.encoder().lag_us()) as f64 / 1e6;
+    // Not above what the path kept over the last seconds…
+    let before = at(10.0 + held - 0.2);
+    assert!(
+        before <= low * 102 / 100,
+        "{low} -> {before} after {held} s"
+    );
+    // …then half the gap to 0.85 × 1200 per second: within 10 % of it 5 s later.
+    let after = at(10.0 + held + 5.0);
+    assert!(after >= 918_000, "{low} -> {after} after {held} + 5 s");
     assert!(trace.windows(2).all(|w| w[1].1 >= w[0].1), "{trace:?}");
     assert!(trace.iter().all(|(_, bps)| *bps <= 1_020_000), "{trace:?}");
+}
+
+#[test]
+fn a_path_swinging_from_second_to_second_is_used_at_what_it_keeps() {
+    // 1200 kbit/s and 400 kbit/s on alternate seconds, each measured at once: the goal
+    // rises no higher than the low seconds allow, where following the latest
+    // measurement would chase each high second and queue in the next low one.
+    let mut c = RateController::new(config());
+    let trace = run(&mut c, 0.0, 30.0, |t| {
+        vec![path(
+            if (t as u64).is_multiple_of(2) {
+                1200
+            } else {
+                400
+            },
+            5,
+        )]
+    });
+    let most = trace.iter().filter(|(t, _)| *t >= 5.0).map(|x| x.1).max();
+    assert!(most.is_some_and(|m| m <= 350_000), "{most:?}");
 }
 
 #[test]

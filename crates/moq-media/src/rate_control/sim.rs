@@ -117,8 +117,8 @@ impl SimEncoder {
 struct Packet {
     arrived_us: u64,
     bytes: u64,
-    /// The packet ends its frame.
-    last: bool,
+    /// The index in `SimPath::frames` of the frame this packet ends.
+    ends_frame: Option<usize>,
 }
 
 pub struct SimPath {
@@ -191,7 +191,7 @@ impl SimPath {
             self.queue.push_back(Packet {
                 arrived_us: now_us,
                 bytes: size,
-                last: left == 0,
+                ends_frame: (left == 0).then(|| self.frames.len() - 1),
             });
         }
     }
@@ -212,15 +212,9 @@ impl SimPath {
             // Busy: the next packet was already waiting when this one left.
             let busy = self.queue.front().is_some_and(|p| p.arrived_us < now_us);
             let delay = now_us.saturating_sub(head.arrived_us);
-            if head.last {
-                let frame = self
-                    .frames
-                    .iter_mut()
-                    .rev()
-                    .find(|f| f.0 == head.arrived_us);
-                if let Some(frame) = frame.filter(|f| f.1 == Crossing::Pending) {
-                    frame.1 = Crossing::Crossed(delay);
-                }
+            let frame = head.ends_frame.and_then(|i| self.frames.get_mut(i));
+            if let Some(frame) = frame.filter(|f| f.1 == Crossing::Pending) {
+                frame.1 = Crossing::Crossed(delay);
             }
             self.departed.push_back((now_us, head.bytes, delay, busy));
         }

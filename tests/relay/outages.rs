@@ -121,3 +121,44 @@ fn survives_a_5_second_relay_outage() {
 fn survives_a_30_second_relay_outage() {
     survive_relay_restart(Duration::from_secs(30));
 }
+
+/// The node a publisher came through dies without a word (SIGKILL): the root keeps the
+/// viewer's subscription on the dead route until it notices, while another publisher of
+/// the broadcast is on the root itself. The viewer takes the route's silence for what it
+/// is and subscribes again on the same session, where a new subscription takes the route
+/// that works: it plays on without reconnecting, well before the root notices.
+#[test]
+fn a_viewer_whose_relay_route_falls_silent_subscribes_again_on_its_session() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_in_cluster(&root);
+    let first = leaf.publisher("");
+    wait_announced(&first.sink);
+    let viewer = root.subscriber("media-timeout=30000");
+    viewer
+        .wait_frames(48, WAIT)
+        .expect("plays through the node");
+    let _second = root.publisher("");
+    // The second publisher's announcement reaches the root while the viewer plays on.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = viewer.frames().len();
+    let killed = unix_now();
+    leaf.kill();
+    viewer
+        .wait_frames(before + 48, WAIT)
+        .expect("plays the publisher on the root");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let longest = longest_pause(&viewer.frames(), killed);
+    eprintln!("longest pause after the node died {longest:?}; messages {messages:?}");
+    let count = |name: &str| messages.iter().filter(|m| *m == name).count();
+    assert_eq!(count("moq-connected"), 1, "no reconnect: {messages:?}");
+    assert_eq!(count("moq-disconnected"), 0, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("moq-resubscribed")
+                && m.contains("no media on the relay's route")),
+        "subscribed again because the route fell silent: {messages:?}"
+    );
+    assert!(longest < Duration::from_secs(2), "a freeze of {longest:?}");
+}

@@ -13,7 +13,8 @@
 //! - [`renditions`]: the rendition playing, from ABR or the application's choice;
 //! - [`splice`]: switching a video between renditions without a seam;
 //! - [`switch`]: when to subscribe another rendition, and where to cut over to it;
-//! - [`handover`]: moving a track to a new session (a relay's GOAWAY) without a gap.
+//! - [`handover`]: moving a track to a new session (a relay's GOAWAY) without a gap;
+//! - [`silence`]: when a relay's route has gone quiet and is worth subscribing again.
 
 // Input from the network must never panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -28,6 +29,7 @@ pub mod playout;
 pub mod renditions;
 pub mod reorder;
 pub mod select;
+pub mod silence;
 pub mod splice;
 pub mod stats;
 pub mod switch;

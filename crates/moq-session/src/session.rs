@@ -262,6 +262,12 @@ impl Session {
         self.inner.conn.stats().path
     }
 
+    /// Bytes of UDP payload received on the connection so far: whether the path carries
+    /// anything at all while no media comes.
+    pub fn bytes_received(&self) -> u64 {
+        self.inner.conn.stats().udp_rx.bytes
+    }
+
     /// The reason the connection closed, if it has.
     pub fn close_reason(&self) -> Option<SessionError> {
         self.inner.conn.close_reason().map(SessionError::Connection)

@@ -8,8 +8,8 @@
 //! in PAUSED) and taken up again at the live edge on resume; each subscription round has
 //! its own epoch, so a pad can tell stale frames from new ones.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry, TrackRole};
@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 
 use moq_player::renditions::AbrPrefs;
 use moq_player::select::{self, Choice, MediaKind, Selected};
+use moq_player::silence::SilenceWatch;
 use moq_player::splice::Renumber;
 use moq_player::switch::{Action, Switcher};
 
@@ -50,6 +51,11 @@ const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
 const RESUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
 /// Between two such attempts.
 const RESUBSCRIBE_INTERVAL: Duration = Duration::from_millis(100);
+/// A relay's route is taken for quiet when, over this last stretch of a suspect silence
+/// ([`SilenceWatch`]), the connection received less than [`QUIET_BYTES`]: a congested
+/// path still delivers something, a route that carries nothing only acknowledgements.
+const QUIET_WINDOW: Duration = Duration::from_millis(250);
+const QUIET_BYTES: u64 = 1_200;
 /// Subscriber priorities (lower is more important): audio above video, the enhancement
 /// layer below the base layer.
 const AUDIO_PRIORITY: u8 = 50;
@@ -180,6 +186,9 @@ struct Progress {
     /// `origin`; written by every track's forwarder.
     last_media: Arc<AtomicU64>,
     origin: Instant,
+    /// How media arrives, written by every track's forwarder: when a relay's route has
+    /// gone quiet.
+    silence: Shared<SilenceWatch>,
     /// The `resumes` of [`Control`] already acted on.
     resumes: u64,
     /// The tracks offered to the element.
@@ -255,6 +264,13 @@ fn stamped(last_media: &AtomicU64, origin: Instant) -> Instant {
     origin + Duration::from_millis(last_media.load(Ordering::Relaxed))
 }
 
+/// State the receiver's tasks share.
+type Shared<T> = Arc<Mutex<T>>;
+
+fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn stamp(last_media: &AtomicU64, origin: Instant) {
     let ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
     last_media.store(ms, Ordering::Relaxed);
@@ -290,6 +306,9 @@ enum Played {
     Restart,
     /// The server ended the subscriptions while the session lives: subscribe again there.
     Gone(String),
+    /// A relay's route went quiet and the catalog, subscribed again on the same session,
+    /// came: the tracks follow it there.
+    Rerouted(Box<CatalogFeed>, String),
 }
 
 /// Runs until every track ends or the element drops its side. A lost or refused session
@@ -307,6 +326,7 @@ pub async fn run(
         epoch: 0,
         last_media: Arc::new(AtomicU64::new(0)),
         origin,
+        silence: Shared::default(),
         resumes: controls.borrow().resumes,
         outputs: Vec::new(),
         unplayable: Vec::new(),
@@ -565,6 +585,7 @@ async fn receive_session(
         }
         let selection = selected(config, &feed.current)?;
         progress.epoch += 1;
+        lock(&progress.silence).restart();
         let mut round = JoinSet::new();
         let mut movers = Vec::new();
         for track in selection.tracks {
@@ -624,9 +645,9 @@ async fn receive_session(
         )
         .await?;
         round.abort_all();
-        match played {
+        let (again, why) = match played {
             Played::Ended => return Ok(()),
-            Played::Restart => {}
+            Played::Restart => continue,
             Played::Gone(why) => {
                 // Twice in a row with nothing played between: the server keeps what is
                 // asked for from us; another one may not.
@@ -634,21 +655,22 @@ async fn receive_session(
                     return Err(why.into());
                 }
                 gone_at = Some(progress.last_media());
-                pick_up = progress.reached_groups();
-                let again = resubscribe(config, session, feed.track, &why).await?;
-                if again.current.epoch != feed.current.epoch {
-                    // The publisher restarted: its indices and timestamps start afresh,
-                    // and its groups are not where the old ones got to.
-                    progress.reset().await;
-                    pick_up.clear();
-                }
-                feed = again;
-                if events.send(Event::Resubscribed(why)).await.is_err()
-                    || !offer_tracks(config, events, progress, &feed.current).await?
-                {
-                    return Ok(());
-                }
+                (resubscribe(config, session, feed.track, &why).await?, why)
             }
+            Played::Rerouted(again, why) => (*again, why),
+        };
+        pick_up = progress.reached_groups();
+        if again.current.epoch != feed.current.epoch {
+            // The publisher restarted: its indices and timestamps start afresh, and its
+            // groups are not where the old ones got to.
+            progress.reset().await;
+            pick_up.clear();
+        }
+        feed = again;
+        if events.send(Event::Resubscribed(why)).await.is_err()
+            || !offer_tracks(config, events, progress, &feed.current).await?
+        {
+            return Ok(());
         }
     }
 }
@@ -917,6 +939,7 @@ async fn start_track(
         events: events.clone(),
         controls: controls.clone(),
         last_media: progress.last_media.clone(),
+        silence: progress.silence.clone(),
         reached,
         origin: progress.origin,
         hang: hang_track
@@ -939,7 +962,9 @@ async fn start_track(
 /// Follows the catalog while the round's tracks play, until every track ended, the
 /// element pauses or resumes, the server ends a track early, or the session is lost. When
 /// the server says GOAWAY, or the element has a token `session` did not present, moves
-/// every track to a new session ([`moving`]) and goes on with it in `session`.
+/// every track to a new session ([`moving`]) and goes on with it in `session`. When a
+/// relay's route goes quiet, subscribes the catalog again on the same session while the
+/// tracks wait on the old route, and ends the round for the tracks to follow it.
 #[allow(clippy::too_many_arguments)]
 async fn play(
     config: &ReceiverConfig,
@@ -953,6 +978,8 @@ async fn play(
 ) -> Result<Played, String> {
     let (last_media, origin, started) =
         (progress.last_media.clone(), progress.origin, Instant::now());
+    let silence = progress.silence.clone();
+    let mut rerouting: Option<Rerouting> = None;
     let mut connecting: Option<(Connecting, MoveCause)> = None;
     let mut arrival = Arrival::default();
     let mut given_up = false;
@@ -975,8 +1002,33 @@ async fn play(
             ));
             continue;
         }
+        let can_reroute = can_move && rerouting.is_none() && !session.peer_is_ours();
         tokio::select! {
-            () = silence(config, &last_media, origin, started) => {
+            () = route_quiet(session, &silence, origin), if can_reroute => {
+                lock(&silence).acted();
+                let why = format!(
+                    "{current_url}: no media on the relay's route while the session lives"
+                );
+                let (config, session, track) = (config.clone(), session.clone(), feed.track);
+                rerouting = Some(tokio::spawn(async move {
+                    let again = resubscribe(&config, &session, track, &why).await;
+                    again.map(|feed| (feed, why)).map_err(|failure| failure.reason)
+                }));
+            }
+            again = next_rerouted(&mut rerouting) => {
+                rerouting = None;
+                match again {
+                    // Make before break: the old route had its chance meanwhile.
+                    Ok((feed, why)) if lock(&silence).still_silent() => {
+                        return Ok(Played::Rerouted(Box::new(feed), why));
+                    }
+                    // The old route came back, or no other answered (a relay that is
+                    // down): the tracks stay where they are, and the failover and the
+                    // media timeout see to a silence that lasts.
+                    Ok(_) | Err(_) => {}
+                }
+            }
+            () = failover_silence(config, &last_media, origin, started) => {
                 return Err(format!(
                     "{}: no media for {} s",
                     config.server.url,
@@ -1166,9 +1218,40 @@ async fn catalog_updates(
         .ok()
 }
 
+/// Subscribing the catalog again on a session whose relay route went quiet.
+type Rerouting = tokio::task::JoinHandle<Result<(CatalogFeed, String), String>>;
+
+async fn next_rerouted(rerouting: &mut Option<Rerouting>) -> Result<(CatalogFeed, String), String> {
+    match rerouting {
+        Some(task) => task.await.map_err(|e| e.to_string())?,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves once a relay's route looks quiet: the silence since the latest frame is
+/// suspect ([`SilenceWatch`]) and over its last [`QUIET_WINDOW`] the connection received
+/// less than [`QUIET_BYTES`]. Pending while there is nothing to watch (no frame yet, or
+/// this silence acted on): the failover and the media timeout see to those.
+async fn route_quiet(session: &Session, silence: &Mutex<SilenceWatch>, origin: Instant) {
+    loop {
+        let Some(suspect) = lock(silence).suspect_at() else {
+            tokio::time::sleep(QUIET_WINDOW).await;
+            continue;
+        };
+        let due = origin + Duration::from_micros(suspect);
+        tokio::time::sleep_until(due.checked_sub(QUIET_WINDOW).unwrap_or(due).into()).await;
+        let before = session.bytes_received();
+        tokio::time::sleep_until(due.max(Instant::now() + QUIET_WINDOW).into()).await;
+        let quiet = session.bytes_received().saturating_sub(before) < QUIET_BYTES;
+        if quiet && lock(silence).suspect_at() == Some(suspect) {
+            return;
+        }
+    }
+}
+
 /// Resolves once no media has arrived for [`FAILOVER_SILENCE`] since `started`, if there
 /// is another server to try; never otherwise.
-async fn silence(
+async fn failover_silence(
     config: &ReceiverConfig,
     last_media: &AtomicU64,
     origin: Instant,
@@ -1199,6 +1282,7 @@ struct Forwarder {
     events: mpsc::Sender<Event>,
     controls: watch::Receiver<Control>,
     last_media: Arc<AtomicU64>,
+    silence: Shared<SilenceWatch>,
     /// Where this track's latest object came in ([`Progress::reached`]).
     reached: Arc<AtomicU64>,
     origin: Instant,
@@ -1441,7 +1525,7 @@ impl Forwarder {
             return self.apply(sw, main, held_main).await;
         }
         if matches!(item, Item::Frame(_)) {
-            stamp(&self.last_media, self.origin);
+            self.frame_arrived();
         }
         match self.deliver(item).await {
             Flow::Sent => None,
@@ -1549,6 +1633,11 @@ impl Forwarder {
         micros_since(self.origin)
     }
 
+    fn frame_arrived(&self) {
+        stamp(&self.last_media, self.origin);
+        lock(&self.silence).arrived(self.now_us());
+    }
+
     /// Tells the switcher what came of the subscription it asked for.
     fn take_linked(&mut self, sw: &mut Switching, linked: Linked) {
         let now = self.now_us();
@@ -1580,7 +1669,7 @@ impl Forwarder {
     ) -> Option<TrackEnd> {
         while let Some(item) = sw.switcher.poll_item() {
             if matches!(item, Item::Frame(_)) {
-                stamp(&self.last_media, self.origin);
+                self.frame_arrived();
             }
             match self.deliver(item).await {
                 Flow::Sent => {}

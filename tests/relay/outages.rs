@@ -162,3 +162,31 @@ fn a_viewer_whose_relay_route_falls_silent_subscribes_again_on_its_session() {
     );
     assert!(longest < Duration::from_secs(2), "a freeze of {longest:?}");
 }
+
+/// A publisher that stops sending for a while (its pipeline paused) is not a dead route,
+/// but the viewer cannot tell: it subscribes again once. What the relay then sends again
+/// from its cache is not new media, so the silence goes on and is not acted on again;
+/// the viewer plays on when the publisher does.
+#[test]
+fn a_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
+    let relay = Relay::start();
+    let sender = relay.publisher("");
+    let viewer = relay.subscriber("media-timeout=30000");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    sender.pipeline.set_state(gst::State::Paused).unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    let before = viewer.frames().len();
+    sender.pipeline.set_state(gst::State::Playing).unwrap();
+    viewer
+        .wait_frames(before + 48, WAIT)
+        .expect("plays on with the publisher");
+    let messages = viewer.messages.lock().unwrap().clone();
+    eprintln!("messages {messages:?}");
+    let count = |name: &str| messages.iter().filter(|m| *m == name).count();
+    assert_eq!(count("moq-connected"), 1, "no reconnect: {messages:?}");
+    assert_eq!(
+        count("moq-resubscribed"),
+        1,
+        "subscribed again once for one silence: {messages:?}"
+    );
+}

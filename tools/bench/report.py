@@ -1205,6 +1205,9 @@ def adaptive_goals(summaries, profiles_dir):
 
 
 FANOUT_GOAL_SUBSCRIBERS = 100
+# A thousand viewers spread over a three-node moq-relay cluster.
+CLUSTER_GOAL_SUBSCRIBERS = 1000
+CLUSTER_GOAL_P99_MS = 200.0
 
 
 def fanout_method(f):
@@ -1215,7 +1218,8 @@ def fanout_method(f):
         f"{clip['fps']} fps, GoP {clip['gop']}, x264 `{clip['x264']}`; encoded once, looped) through "
         "`appsrc ! h264parse ! moqsink` (default delivery, `sync=true`). N subscribers in the benchmark process, each "
         "its own QUIC connection (moq-session, nothing decoded), take the `video` track of `live` from the sink "
-        "(`direct`) or through moq-relay (`relay`). Latency = the wall time an object's last byte arrived − its "
+        "(`direct`), through moq-relay (`relay`) or through a cluster of three moq-relay nodes (`cluster`: the sender "
+        "publishes to the first, the subscribers go to the nodes in turn). Latency = the wall time an object's last byte arrived − its "
         "frame header's availability time (when the sender had the frame). After all N receive media, "
         f"{f['warmup_s']} s of warm-up, then {f['measure_s']} s measured: the frames that became available in that "
         f"window, arriving up to {fmt(f['late_grace_s'])} s after it. Expected = frames in the window × N. CPU = "
@@ -1261,6 +1265,7 @@ def fanout_section(dirs):
             f"| {fmt(r['subscribers_cpu_pct'], 1)} |"
         )
     md.append("")
+    md += fanout_nodes(runs)
     if len(builds) > 1:
         direct = {(r["build"], r["subscribers"]): r for r in runs if r["path"] == "direct"}
         counts = sorted({n for (_, n) in direct})
@@ -1285,6 +1290,27 @@ def fanout_section(dirs):
             )
         md.append("")
     md += fanout_verdicts([f], builds)
+    md.append("")
+    return md
+
+
+def fanout_nodes(runs):
+    """Each cluster run's nodes: the subscribers sent to it, its CPU and RSS."""
+    clustered = [r for r in runs if r.get("nodes")]
+    if not clustered:
+        return []
+    md = [
+        "Through the cluster, per node (the sender publishes to node 1; the relay columns above add the nodes up):",
+        "",
+        "| N | node | subscribers | CPU % of a core | RSS (MB) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in clustered:
+        for i, node in enumerate(r["nodes"], 1):
+            md.append(
+                f"| {r['subscribers']} | {i} | {node['subscribers']} | {fmt(node['cpu_pct'], 1)} "
+                f"| {fmt(node.get('rss_mb'), 1)} |"
+            )
     md.append("")
     return md
 
@@ -1375,6 +1401,17 @@ def fanout_verdicts(files, builds):
         md.append(
             f"- Goal: {FANOUT_GOAL_SUBSCRIBERS} subscribers from one moqsink with p99 < {limit:.0f} ms and the sender "
             f"under one core: p99 {p99:.1f} ms, {cpu:.1f} % of a core — {'met' if met else 'not met'}"
+        )
+    cluster = [
+        r for f in files for r in f["runs"] if (r["path"], r["subscribers"]) == ("cluster", CLUSTER_GOAL_SUBSCRIBERS)
+    ]
+    if cluster:
+        p99 = median([r["latency_p99_ms"] if r["latency_p99_ms"] is not None else float("inf") for r in cluster])
+        lost = sum(r["objects_expected"] - r["objects_received"] for r in cluster)
+        met = p99 < CLUSTER_GOAL_P99_MS and lost == 0
+        md.append(
+            f"- Goal: {CLUSTER_GOAL_SUBSCRIBERS} subscribers across the cluster with p99 < {CLUSTER_GOAL_P99_MS:.0f} ms "
+            f"and no object lost: p99 {fmt(p99, 1)} ms, {lost} objects lost — {'met' if met else 'not met'}"
         )
     return md
 

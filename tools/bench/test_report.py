@@ -307,6 +307,40 @@ class FanoutVerdicts(unittest.TestCase):
         self.assertTrue(goal.endswith("— not met"))
 
 
+class FanoutCluster(unittest.TestCase):
+    def cluster_file(self, p99, received):
+        f = fanout_file(None, 5.0)
+        nodes = [{"subscribers": 334, "cpu_pct": 60.0, "rss_mb": 120.0}] + [
+            {"subscribers": 333, "cpu_pct": 55.0, "rss_mb": None}
+        ] * 2
+        f["runs"].append(
+            {
+                "path": "cluster",
+                "build": "current",
+                "subscribers": 1000,
+                "latency_p99_ms": p99,
+                "objects_received": received,
+                "objects_expected": 480000,
+                "nodes": nodes,
+            }
+        )
+        return f
+
+    def test_each_node_of_a_cluster_run_has_a_row(self):
+        md = report.fanout_nodes(self.cluster_file(150.0, 480000)["runs"])
+        self.assertIn("| 1000 | 1 | 334 | 60.0 | 120.0 |", md)
+        self.assertIn("| 1000 | 3 | 333 | 55.0 | – |", md)
+        self.assertEqual(report.fanout_nodes(fanout_file(None, 5.0)["runs"]), [])
+
+    def test_the_cluster_goal_wants_p99_under_200_ms_and_nothing_lost(self):
+        goal = report.fanout_verdicts([self.cluster_file(150.0, 480000)], ["current"])[-1]
+        self.assertTrue(goal.endswith("p99 150.0 ms, 0 objects lost — met"), goal)
+        goal = report.fanout_verdicts([self.cluster_file(150.0, 479999)], ["current"])[-1]
+        self.assertTrue(goal.endswith("— not met"), goal)
+        goal = report.fanout_verdicts([self.cluster_file(None, 0)], ["current"])[-1]
+        self.assertTrue(goal.endswith("— not met"), goal)
+
+
 class EncoderVariants(unittest.TestCase):
     def test_the_variant_is_the_name_suffix_and_plain_names_are_zerolatency(self):
         self.assertEqual(report.encoder_variant("moq-adaptive"), "zerolatency")

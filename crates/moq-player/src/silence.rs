@@ -7,8 +7,9 @@
 //! route that works. The receiver then subscribes again, but only once the silence is
 //! unusual for the stream: longer than [`MIN_SILENCE_US`] and than [`GAP_FACTOR`] times the
 //! longest recent gap between frames, so a stream of one frame a second or a path that
-//! stalls now and then does not subscribe again at every pause. Each silence is acted on
-//! once; what else is wrong with the session is the failover's and the media timeout's.
+//! stalls now and then does not subscribe again at every pause, and never while the
+//! receiver expects a pause (a rendition switch waiting for its keyframe). Each silence is
+//! acted on once; what else is wrong with the session is the failover's and the media timeout's.
 
 /// No silence shorter than this is suspect: a keyframe's transfer and a congested
 /// path's stalls are shorter.
@@ -67,6 +68,12 @@ impl SilenceWatch {
     /// The silence acted on is still under way: no frame came since.
     pub fn still_silent(&self) -> bool {
         self.acted
+    }
+
+    /// A pause the receiver expects at `now` (a rendition switch waiting for its first
+    /// keyframe): the silence counts from here, and is no gap of the stream's.
+    pub fn hold_off(&mut self, now: u64) {
+        self.last = self.last.map(|last| last.max(now));
     }
 
     /// New subscriptions start: the wait for their first frame is not a gap of the
@@ -143,6 +150,21 @@ mod tests {
         let first = last + 3_000 * MS;
         watch.arrived(first);
         assert_eq!(watch.suspect_at(), Some(first + MIN_SILENCE_US));
+    }
+
+    #[test]
+    fn an_expected_pause_is_neither_suspect_nor_a_gap() {
+        let mut watch = SilenceWatch::default();
+        let last = frames(&mut watch, 0, 50, 40 * MS);
+        // A switch waits 2 s for its keyframe, held off every 50 ms.
+        let mut now = last;
+        while now < last + 2_000 * MS {
+            now += 50 * MS;
+            watch.hold_off(now);
+            assert_eq!(watch.suspect_at(), Some(now + MIN_SILENCE_US));
+        }
+        watch.arrived(now + 10 * MS);
+        assert_eq!(watch.suspect_at(), Some(now + 10 * MS + MIN_SILENCE_US));
     }
 
     #[test]

@@ -206,6 +206,11 @@ impl<T> Switcher<T> {
         self.main_join = JoinCheck::after(largest);
     }
 
+    /// A switch is under way: its rendition's first keyframe may keep the track waiting.
+    pub fn switching(&self) -> bool {
+        self.switch.is_some()
+    }
+
     /// The rendition playing.
     pub fn playing(&self) -> &str {
         &self.renditions.playing().name
@@ -671,6 +676,7 @@ mod tests {
             }]
         );
         sw.switch_subscribed(Some(0));
+        assert!(sw.switching(), "under way until the cut");
         // The old rendition starves: only frame 1 of it comes, and nothing for four frame
         // times after it; the new one's next group starts at GOP.
         sw.old(frame(1, 0), 2 * FRAME_US);
@@ -678,6 +684,7 @@ mod tests {
             sw.hold(frame(n, 500), (3 + STARVED_FRAMES) * FRAME_US);
         }
         assert!(matches!(actions(&mut sw).last(), Some(Action::Cut(c)) if c.to == "low"));
+        assert!(!sw.switching());
         // The new rendition's subscription plays now.
         for n in GOP + 1..GOP + 3 {
             sw.old(frame(n, 500), 4 * FRAME_US);

@@ -1,5 +1,8 @@
 //! `moq-bench --fanout`: how many viewers one moqsink serves.
 //!
+//! Through a moq-relay cluster too (`--cluster`): three nodes, the sender publishing to
+//! the first, the subscribers spread over all three in turn, each node's CPU and RSS.
+//!
 //! One sender process (`moq-bench fanout-sender`) plays a ~1 Mbit/s H.264 clip (24 fps,
 //! GoP 24, no B frames; encoded once, looped) through `appsrc ! h264parse ! moqsink`
 //! (default delivery, `sync=true`: every frame published at its running time on the
@@ -78,7 +81,10 @@ pub struct Options {
     /// an older build) and its label: the
     /// direct path is also measured with it, side by side with this build's.
     pub other_sink: Option<(String, PathBuf)>,
+    pub direct: bool,
     pub relay: bool,
+    /// Also through a cluster of [`CLUSTER_NODES`] moq-relay nodes.
+    pub cluster: bool,
 }
 
 impl Default for Options {
@@ -88,7 +94,9 @@ impl Default for Options {
             warmup_s: DEFAULT_WARMUP_S,
             measure_s: DEFAULT_MEASURE_S,
             other_sink: None,
+            direct: true,
             relay: true,
+            cluster: false,
         }
     }
 }
@@ -98,6 +106,7 @@ impl Default for Options {
 enum Route {
     Direct,
     Relay,
+    Cluster,
 }
 
 impl Route {
@@ -105,9 +114,23 @@ impl Route {
         match self {
             Route::Direct => "direct",
             Route::Relay => "relay",
+            Route::Cluster => "cluster",
+        }
+    }
+
+    /// The moq-relay nodes the route goes through.
+    fn nodes(self) -> usize {
+        match self {
+            Route::Direct => 0,
+            Route::Relay => 1,
+            Route::Cluster => CLUSTER_NODES,
         }
     }
 }
+
+/// Nodes of the `cluster` path: the first (where the sender publishes) and two joined to
+/// it with `--cluster-connect`.
+pub const CLUSTER_NODES: usize = 3;
 
 /// A moqsink build: the directory GStreamer loads it from.
 #[derive(Debug, Clone, Serialize)]
@@ -301,15 +324,28 @@ pub struct FanoutRun {
     /// Sender CPU per object the subscribers received in the window.
     pub sender_cpu_us_per_object: Option<f64>,
     pub sender_rss_mb: Option<f64>,
+    /// Every relay node together (the sum of their CPU and of their RSS).
     pub relay_cpu_pct: Option<f64>,
     pub relay_cpu_us_per_object: Option<f64>,
     pub relay_rss_mb: Option<f64>,
+    /// Each node of a cluster, the sender's first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeLoad>,
     /// This process (the N subscribers) in % of one core: a saturated receiving side
     /// shows up as latency too.
     pub subscribers_cpu_pct: f64,
     pub bad_headers: u64,
     /// The first few distinct subscriber errors.
     pub subscriber_errors: Vec<String>,
+}
+
+/// One relay node of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeLoad {
+    /// Subscribers sent to it.
+    pub subscribers: usize,
+    pub cpu_pct: f64,
+    pub rss_mb: Option<f64>,
 }
 
 /// The smallest N at which a (path, build) had p99 over [`P99_LIMIT_MS`].
@@ -428,6 +464,17 @@ pub fn table(report: &Report) -> String {
             opt(r.relay_rss_mb, 1),
             r.subscribers_cpu_pct,
         );
+        if !r.nodes.is_empty() {
+            let each = |f: &dyn Fn(&NodeLoad) -> String| {
+                r.nodes.iter().map(f).collect::<Vec<_>>().join(" / ")
+            };
+            out += &format!(
+                "  nodes: subscribers {}, CPU% {}, MB {}\n",
+                each(&|n| n.subscribers.to_string()),
+                each(&|n| format!("{:.1}", n.cpu_pct)),
+                each(&|n| opt(n.rss_mb, 1)),
+            );
+        }
     }
     for t in &report.first_p99_over_limit {
         out += &format!(
@@ -735,6 +782,38 @@ fn wait_watching(sender: &mut SenderProc, duration: Duration) -> Result<(), Stri
     }
 }
 
+/// `count` moq-relay nodes on free ports, with their addresses: the first, and the
+/// others joined to it as a cluster.
+fn start_nodes(
+    ctx: &Context,
+    count: usize,
+) -> Result<Vec<(crate::moq_gst::Relay, SocketAddr)>, String> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let Some((binary, (cert, key, fingerprint))) = &ctx.relay else {
+        return Err("no moq-relay set up".into());
+    };
+    let mut nodes: Vec<(crate::moq_gst::Relay, SocketAddr)> = Vec::new();
+    for _ in 0..count {
+        let at = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let join: Vec<String> = match nodes.first() {
+            None => Vec::new(),
+            Some((_, root)) => vec![
+                "--cluster-connect".into(),
+                format!("moqt://{root}/"),
+                "--connect-tls-fingerprint".into(),
+                fingerprint.clone(),
+            ],
+        };
+        nodes.push((
+            crate::moq_gst::start_relay_with(binary, at, cert, key, &join)?,
+            at,
+        ));
+    }
+    Ok(nodes)
+}
+
 fn run_one(
     ctx: &Context,
     route: Route,
@@ -742,18 +821,10 @@ fn run_one(
     n: usize,
     options: &Options,
 ) -> Result<FanoutRun, String> {
-    let relay = match (route, &ctx.relay) {
-        (Route::Direct, _) => None,
-        (Route::Relay, None) => return Err("no moq-relay set up".into()),
-        (Route::Relay, Some((binary, (cert, key, fingerprint)))) => {
-            let at = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-            let relay = crate::moq_gst::start_relay(binary, at, cert, key)?;
-            Some((relay, at, fingerprint.clone()))
-        }
-    };
-    let sink = match &relay {
+    let relays = start_nodes(ctx, route.nodes())?;
+    let sink = match relays.first() {
         None => "listen=127.0.0.1:0 sync=true".to_owned(),
-        Some((_, at, _)) => {
+        Some((_, at)) => {
             format!("url=moqt://{at}/{RELAY_ROOT}/{BROADCAST} tls-insecure=true sync=true")
         }
     };
@@ -770,18 +841,28 @@ fn run_one(
         sink,
     ];
     let mut sender = SenderProc::spawn(&ctx.exe, args)?;
-    let (url, fingerprint) = match &relay {
-        None => (
-            format!("moqt://{}/{BROADCAST}", sender.address),
-            sender.fingerprint.clone(),
-        ),
-        Some((_, at, fingerprint)) => (
-            format!("moqt://{at}/{RELAY_ROOT}/{BROADCAST}"),
+    // Where the subscribers go, in turn, and the certificate they expect there.
+    let (urls, fingerprint) = match &ctx.relay {
+        Some((_, (_, _, fingerprint))) if !relays.is_empty() => (
+            relays
+                .iter()
+                .map(|(_, at)| format!("moqt://{at}/{RELAY_ROOT}/{BROADCAST}"))
+                .collect(),
             fingerprint.clone(),
         ),
+        _ => (
+            vec![format!("moqt://{}/{BROADCAST}", sender.address)],
+            sender.fingerprint.clone(),
+        ),
     };
-    let url = MoqUrl::parse(&url).map_err(|e| e.to_string())?;
-    let located = url.locate(None).map_err(|e| e.to_string())?;
+    let targets = urls
+        .iter()
+        .map(|url| {
+            let url = MoqUrl::parse(url).map_err(|e| e.to_string())?;
+            let located = url.locate(None).map_err(|e| e.to_string())?;
+            Ok((url, located))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let trust =
         Trust::Fingerprint(tls::parse_fingerprint(&fingerprint).map_err(|e| e.to_string())?);
 
@@ -789,7 +870,8 @@ fn run_one(
     let progress = Arc::new(Progress::default());
     let (stop, stopped) = watch::channel(false);
     let tasks: Vec<_> = (0..n)
-        .map(|_| {
+        .map(|i| {
+            let (url, located) = &targets[i % targets.len()];
             ctx.runtime.spawn(subscriber(
                 url.clone(),
                 located.clone(),
@@ -847,39 +929,64 @@ fn run_one(
         return Err(e);
     }
 
-    let relay_pid = relay.as_ref().map(|(r, _, _)| r.pid());
+    let relay_pids: Vec<u32> = relays.iter().map(|(r, _)| r.pid()).collect();
     let cpu = |pid: u32| process_cpu_s(pid).ok_or(format!("process {pid} is gone"));
     let from_us = unix_us();
     let started = Instant::now();
     let sender_cpu0 = cpu(sender.pid())?;
-    let relay_cpu0 = relay_pid.map(cpu).transpose()?;
+    let relay_cpu0 = relay_pids
+        .iter()
+        .map(|p| cpu(*p))
+        .collect::<Result<Vec<_>, _>>()?;
     let own_cpu0 = cpu_seconds(libc::RUSAGE_SELF);
     let sender_rss = RssSampler::start(sender.pid(), Duration::from_secs(1));
-    let relay_rss = relay_pid.map(|pid| RssSampler::start(pid, Duration::from_secs(1)));
+    let relay_rss: Vec<RssSampler> = relay_pids
+        .iter()
+        .map(|pid| RssSampler::start(*pid, Duration::from_secs(1)))
+        .collect();
     let watched = wait_watching(&mut sender, Duration::from_secs(options.measure_s));
     let to_us = unix_us();
     let wall_s = started.elapsed().as_secs_f64();
     let sender_cpu = cpu(sender.pid()).map(|c| c - sender_cpu0);
-    let relay_cpu = relay_pid
-        .map(cpu)
-        .transpose()
-        .map(|c| c.zip(relay_cpu0).map(|(a, b)| a - b));
+    let relay_cpu: Result<Vec<f64>, String> = relay_pids
+        .iter()
+        .zip(&relay_cpu0)
+        .map(|(pid, before)| cpu(*pid).map(|c| c - before))
+        .collect();
     let own_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu0;
     sender_rss.sample_now();
     let sender_mb = sender_rss.max_since(started).map(moq_testkit::proc::mb);
-    let relay_mb = relay_rss
-        .as_ref()
-        .and_then(|r| {
+    let relay_mb: Vec<Option<f64>> = relay_rss
+        .iter()
+        .map(|r| {
             r.sample_now();
-            r.max_since(started)
+            r.max_since(started).map(moq_testkit::proc::mb)
         })
-        .map(moq_testkit::proc::mb);
+        .collect();
     let late = watched.and_then(|()| wait_watching(&mut sender, LATE_GRACE));
     let logs = collect(tasks);
     drop(sender);
-    drop(relay);
+    drop(relays);
     late?;
     let (sender_cpu, relay_cpu) = (sender_cpu?, relay_cpu?);
+    let relay_cpu_total = (!relay_cpu.is_empty()).then(|| relay_cpu.iter().sum::<f64>());
+    let relay_mb_total = (!relay_mb.is_empty())
+        .then(|| relay_mb.iter().copied().sum::<Option<f64>>())
+        .flatten();
+    let nodes = if relay_cpu.len() > 1 {
+        relay_cpu
+            .iter()
+            .zip(&relay_mb)
+            .enumerate()
+            .map(|(at, (cpu_s, rss_mb))| NodeLoad {
+                subscribers: (at..n).step_by(relay_cpu.len()).count(),
+                cpu_pct: core_pct(*cpu_s, wall_s),
+                rss_mb: *rss_mb,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
 
     let samples: Vec<Vec<Sample>> = logs.iter().map(|l| l.samples.clone()).collect();
     let delivery = delivery(&samples, n, from_us, to_us);
@@ -905,10 +1012,11 @@ fn run_one(
         sender_cpu_pct: core_pct(sender_cpu, wall_s),
         sender_cpu_us_per_object: us_per_object(sender_cpu, delivery.objects_received),
         sender_rss_mb: sender_mb,
-        relay_cpu_pct: relay_cpu.map(|c| core_pct(c, wall_s)),
-        relay_cpu_us_per_object: relay_cpu
+        relay_cpu_pct: relay_cpu_total.map(|c| core_pct(c, wall_s)),
+        relay_cpu_us_per_object: relay_cpu_total
             .and_then(|c| us_per_object(c, delivery.objects_received)),
-        relay_rss_mb: relay_mb,
+        relay_rss_mb: relay_mb_total,
+        nodes,
         subscribers_cpu_pct: core_pct(own_cpu, wall_s),
         bad_headers: logs.iter().map(|l| l.bad_headers).sum(),
         subscriber_errors: errors,
@@ -963,7 +1071,7 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         "fan-out clip: {} frames, {:.0} kbit/s",
         clip_facts.frames, clip_facts.kbit
     );
-    let relay = if options.relay {
+    let relay = if options.relay || options.cluster {
         let binary = crate::moq_gst::find_relay(workspace)?;
         let dir = out.join("fanout-relay");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -986,11 +1094,16 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
     // Interleaved per N, so a drift of the machine touches every build alike.
     let mut plan: Vec<(Route, &Build, usize)> = Vec::new();
     for &n in &options.counts {
-        for build in &builds {
-            plan.push((Route::Direct, build, n));
+        if options.direct {
+            for build in &builds {
+                plan.push((Route::Direct, build, n));
+            }
         }
         if options.relay {
             plan.push((Route::Relay, &builds[0], n));
+        }
+        if options.cluster {
+            plan.push((Route::Cluster, &builds[0], n));
         }
     }
     let mut report = Report {
@@ -1164,6 +1277,7 @@ mod tests {
             relay_cpu_pct: (path == "relay").then_some(30.0),
             relay_cpu_us_per_object: None,
             relay_rss_mb: (path == "relay").then_some(20.0),
+            nodes: Vec::new(),
             subscribers_cpu_pct: 50.0,
             bad_headers: 0,
             subscriber_errors: Vec::new(),
@@ -1197,13 +1311,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn table_has_a_row_per_run_and_the_thresholds() {
-        let runs = vec![
-            run("direct", "current", 10, Some(20.0)),
-            run("relay", "current", 10, Some(120.0)),
-        ];
-        let report = Report {
+    fn report_of(runs: Vec<FanoutRun>) -> Report {
+        Report {
             clip: ClipFacts {
                 width: 640,
                 height: 360,
@@ -1218,13 +1327,23 @@ mod tests {
             late_grace_s: 2.0,
             cpus: 2,
             builds: Vec::new(),
-            load_before: Some([0.1, 0.2, 0.3]),
+            load_before: None,
             load_after: None,
             p99_limit_ms: 100.0,
             first_p99_over_limit: thresholds(&runs, 100.0),
             runs,
             failures: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn table_has_a_row_per_run_and_the_thresholds() {
+        let runs = vec![
+            run("direct", "current", 10, Some(20.0)),
+            run("relay", "current", 10, Some(120.0)),
+        ];
+        let mut report = report_of(runs);
+        report.load_before = Some([0.1, 0.2, 0.3]);
         let text = table(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("path"), "{text}");
@@ -1246,5 +1365,30 @@ mod tests {
         assert_eq!(json["runs"][1]["latency_p99_ms"], 120.0);
         assert_eq!(json["runs"][0]["path"], "direct");
         assert_eq!(json["first_p99_over_limit"][1]["first_n_over"], 10);
+        assert!(
+            json["runs"][0].get("nodes").is_none(),
+            "no nodes outside a cluster"
+        );
+    }
+
+    #[test]
+    fn a_cluster_run_shows_each_node() {
+        let mut cluster = run("cluster", "current", 1000, Some(80.0));
+        cluster.nodes = [(334, 40.0), (333, 35.5), (333, 36.0)]
+            .into_iter()
+            .map(|(subscribers, cpu_pct)| NodeLoad {
+                subscribers,
+                cpu_pct,
+                rss_mb: Some(90.0),
+            })
+            .collect();
+        let report = report_of(vec![cluster]);
+        let text = table(&report);
+        assert!(
+            text.contains("  nodes: subscribers 334 / 333 / 333, CPU% 40.0 / 35.5 / 36.0, MB 90.0 / 90.0 / 90.0"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["runs"][0]["nodes"][2]["cpu_pct"], 36.0);
     }
 }

@@ -6,14 +6,14 @@
 //!           [--max-seconds S] [--no-grid] [--resume]
 //!           [--moq-gst PLUGIN_DIR] [--webrtc PLUGIN_DIR]
 //! moq-bench --fanout --out DIR [--counts 1,10,50,100,200] [--warmup S] [--measure S]
-//!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
+//!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster]
 //! ```
 //! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
 //! (linkem logs) and, through `tools/bench/report.py`, plots and `DIR/BENCHMARKS.md`.
 //!
 //! `--fanout` measures instead how many viewers one moqsink serves ([`fanout`]): one
 //! sender process publishing ~1 Mbit/s H.264 at 24 fps, N lightweight subscribers in this
-//! process, directly and through moq-relay; latency, losses, and the sender's and the
+//! process, directly, through moq-relay and through a three-node cluster; latency, losses, and the sender's and the
 //! relay's CPU and RSS per N, into `DIR/fanout.json` and a printed table
 //! (`tools/bench/report.py DIR` renders it as markdown).
 
@@ -36,7 +36,7 @@ use crate::systems::System;
 use crate::webrtc::WebRtc;
 
 const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR] [--webrtc DIR]
-       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay]
+       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
@@ -74,6 +74,9 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
                      of another build), side by side with this build's
   --sink-label NAME  what to call that build in the results (default other)
   --no-relay         skip the runs through moq-relay
+  --no-direct        skip the runs from moqsink directly
+  --cluster          also run through a cluster of three moq-relay nodes: the sender publishes
+                     to the first, the subscribers go to the nodes in turn; per-node CPU and RSS
 
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
@@ -197,6 +200,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 }
             }
             "--no-relay" => fanout.relay = false,
+            "--no-direct" => fanout.direct = false,
+            "--cluster" => fanout.cluster = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -211,6 +216,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 | "--sink-plugin-dir"
                 | "--sink-label"
                 | "--no-relay"
+                | "--no-direct"
+                | "--cluster"
         ) {
             fanout_flag = Some(flag);
         }
@@ -619,6 +626,17 @@ mod tests {
         assert_eq!(f.counts, vec![1, 5]);
         assert_eq!((f.warmup_s, f.measure_s, f.relay), (2, 10, false));
         assert_eq!(f.other_sink, Some(("before".into(), PathBuf::from("/b"))));
+        assert!(f.direct && !f.cluster);
+        let f = parse(args("--fanout --out x --no-direct --cluster"))
+            .unwrap()
+            .fanout
+            .unwrap();
+        assert!(!f.direct && f.relay && f.cluster);
+        assert!(
+            parse(args("--out x --cluster"))
+                .unwrap_err()
+                .contains("goes with --fanout")
+        );
         assert_eq!(parse(args("--out x")).unwrap().fanout, None);
         assert!(
             parse(args("--out x --counts 1"))

@@ -85,12 +85,24 @@ pub fn find_relay(workspace: &Path) -> Result<PathBuf, String> {
 /// Starts moq-relay (`binary`) on `at` with the given certificate, open to anyone under
 /// `/anon`; returns once its port is bound.
 pub fn start_relay(binary: &Path, at: SocketAddr, cert: &str, key: &str) -> Result<Relay, String> {
+    start_relay_with(binary, at, cert, key, &[])
+}
+
+/// [`start_relay`] with `more` arguments (joining a cluster, say).
+pub fn start_relay_with(
+    binary: &Path,
+    at: SocketAddr,
+    cert: &str,
+    key: &str,
+    more: &[String],
+) -> Result<Relay, String> {
     let child = Command::new(binary)
         .arg("--listen")
         .arg(at.to_string())
         .args(["--listen-tls-cert", cert, "--listen-tls-key", key])
         .args(["--auth-public", "anon/**", "--iroh-enabled=false"])
         .args(["--log-level", "error"])
+        .args(more)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -208,6 +208,10 @@ struct Output {
     /// The group its latest object came in ([`NOT_REACHED`] before one), written by its
     /// forwarder: where a subscription the server ended is picked up.
     reached: Arc<AtomicU64>,
+    /// The decode index of the newest frame forwarded ([`NOT_REACHED`] before one): a
+    /// frame at or before it is a copy (a subscription made again delivers what came
+    /// already), not media arriving.
+    newest: Arc<AtomicU64>,
 }
 
 /// No object of the track came yet.
@@ -238,7 +242,8 @@ impl Progress {
     /// Tells every track to start its timeline afresh.
     async fn reset(&mut self) {
         self.generation += 1;
-        for Output { tx, .. } in &self.outputs {
+        for Output { tx, newest, .. } in &self.outputs {
+            newest.store(NOT_REACHED, Ordering::Relaxed);
             let _ = tx
                 .send(Item::Reset {
                     generation: self.generation,
@@ -756,6 +761,7 @@ async fn offer_tracks(
             track: track.clone(),
             tx,
             reached: Arc::new(AtomicU64::new(NOT_REACHED)),
+            newest: Arc::new(AtomicU64::new(NOT_REACHED)),
         });
         if events
             .send(Event::Track(TrackFeed { track, items }))
@@ -855,9 +861,9 @@ async fn start_track(
     start: Start,
     movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<(), String> {
-    let Some((tx, reached)) = progress
+    let Some((tx, reached, newest)) = progress
         .output(&track.name)
-        .map(|o| (o.tx.clone(), o.reached.clone()))
+        .map(|o| (o.tx.clone(), o.reached.clone(), o.newest.clone()))
     else {
         return Ok(());
     };
@@ -941,6 +947,7 @@ async fn start_track(
         last_media: progress.last_media.clone(),
         silence: progress.silence.clone(),
         reached,
+        newest,
         origin: progress.origin,
         hang: hang_track
             .as_ref()
@@ -1283,8 +1290,10 @@ struct Forwarder {
     controls: watch::Receiver<Control>,
     last_media: Arc<AtomicU64>,
     silence: Shared<SilenceWatch>,
-    /// Where this track's latest object came in ([`Progress::reached`]).
+    /// Where this track's latest object came in ([`Output::reached`]).
     reached: Arc<AtomicU64>,
+    /// The newest frame forwarded ([`Output::newest`]).
+    newest: Arc<AtomicU64>,
     origin: Instant,
     /// Reads hang frames; `None` for our own.
     hang: Option<HangReader>,
@@ -1356,6 +1365,9 @@ impl Forwarder {
                 if Instant::now() >= next_tick {
                     next_tick = Instant::now() + SWITCH_TICK;
                     sw.switcher.tick(self.now_us());
+                    if sw.switcher.switching() {
+                        lock(&self.silence).hold_off(self.now_us());
+                    }
                 }
                 if let Some(end) = self.apply(sw, &mut main, &mut held_main).await {
                     return end;
@@ -1524,9 +1536,7 @@ impl Forwarder {
             sw.switcher.old(item, self.now_us());
             return self.apply(sw, main, held_main).await;
         }
-        if matches!(item, Item::Frame(_)) {
-            self.frame_arrived();
-        }
+        self.media_arrived(&item);
         match self.deliver(item).await {
             Flow::Sent => None,
             Flow::Restart => Some(TrackEnd::Restart),
@@ -1633,7 +1643,17 @@ impl Forwarder {
         micros_since(self.origin)
     }
 
-    fn frame_arrived(&self) {
+    /// Media arrived, unless `item` is a copy of a frame forwarded already.
+    fn media_arrived(&self, item: &Item) {
+        let Item::Frame(frame) = item else {
+            return;
+        };
+        let index = frame.header.decode_index;
+        let newest = self.newest.load(Ordering::Relaxed);
+        if newest != NOT_REACHED && index <= newest {
+            return;
+        }
+        self.newest.store(index, Ordering::Relaxed);
         stamp(&self.last_media, self.origin);
         lock(&self.silence).arrived(self.now_us());
     }
@@ -1668,9 +1688,7 @@ impl Forwarder {
         held: &mut Option<Option<TrackEvent>>,
     ) -> Option<TrackEnd> {
         while let Some(item) = sw.switcher.poll_item() {
-            if matches!(item, Item::Frame(_)) {
-                self.frame_arrived();
-            }
+            self.media_arrived(&item);
             match self.deliver(item).await {
                 Flow::Sent => {}
                 Flow::Restart => return Some(TrackEnd::Restart),

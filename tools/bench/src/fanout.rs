@@ -59,13 +59,18 @@ const FPS: u64 = 24;
 const CLIP_SECONDS: u64 = 10;
 /// Frames reach moqsink this much before their running time, so `sync=true` paces them.
 const LEAD: gst::ClockTime = gst::ClockTime::from_mseconds(20);
-/// ~1 Mbit/s, 24 fps, GoP 24, no B frames, no lookahead (a live encoder's settings).
-pub const CLIP: Encoding = Encoding {
-    width: 640,
-    height: 360,
-    patch: (160, 240, 100),
-    x264: "bitrate=1000 tune=zerolatency key-int-max=24 speed-preset=veryfast option-string=scenecut=0",
-};
+/// The clip's bitrate unless `--clip-kbit` says otherwise, kbit/s.
+pub const DEFAULT_CLIP_KBIT: u32 = 1000;
+const CLIP_WIDTH: u32 = 640;
+const CLIP_HEIGHT: u32 = 360;
+
+/// x264's settings for the clip at `kbit`: 24 fps, GoP 24, no B frames, no lookahead (a
+/// live encoder's settings).
+pub fn clip_x264(kbit: u32) -> String {
+    format!(
+        "bitrate={kbit} tune=zerolatency key-int-max=24 speed-preset=veryfast option-string=scenecut=0"
+    )
+}
 /// The relay's root open to anyone, and the broadcast.
 const RELAY_ROOT: &str = "anon";
 const BROADCAST: &str = "live";
@@ -81,6 +86,8 @@ pub struct Options {
     /// an older build) and its label: the
     /// direct path is also measured with it, side by side with this build's.
     pub other_sink: Option<(String, PathBuf)>,
+    /// The clip's bitrate, kbit/s.
+    pub clip_kbit: u32,
     pub direct: bool,
     pub relay: bool,
     /// Also through a cluster of [`CLUSTER_NODES`] moq-relay nodes.
@@ -94,6 +101,7 @@ impl Default for Options {
             warmup_s: DEFAULT_WARMUP_S,
             measure_s: DEFAULT_MEASURE_S,
             other_sink: None,
+            clip_kbit: DEFAULT_CLIP_KBIT,
             direct: true,
             relay: true,
             cluster: false,
@@ -399,7 +407,7 @@ pub struct ClipFacts {
     pub gop: u64,
     pub frames: usize,
     pub kbit: f64,
-    pub x264: &'static str,
+    pub x264: String,
 }
 
 /// Everything `fanout.json` holds.
@@ -548,8 +556,8 @@ pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
         "appsrc name=src is-live=true format=time do-timestamp=false \
          caps=video/x-h264,stream-format=byte-stream,alignment=au,width={},height={},framerate={FPS}/1 \
          ! h264parse ! moqsink name=sink {}",
-        CLIP.width,
-        CLIP.height,
+        CLIP_WIDTH,
+        CLIP_HEIGHT,
         get("--sink")?
     );
     let pipeline = gst::parse::launch(&description)
@@ -1024,9 +1032,10 @@ fn run_one(
     })
 }
 
-/// The clip: `DIR/fanout-clip.bin` when it is there and whole, else encoded now.
-fn clip(out: &Path) -> Result<(PathBuf, Vec<Au>), String> {
-    let path = out.join("fanout-clip.bin");
+/// The clip at `kbit`: `DIR/fanout-clip-KBITk.bin` when it is there and whole, else
+/// encoded now.
+fn clip(out: &Path, kbit: u32) -> Result<(PathBuf, Vec<Au>), String> {
+    let path = out.join(format!("fanout-clip-{kbit}k.bin"));
     let frames = (CLIP_SECONDS * FPS) as usize;
     let whole = |aus: &[Au]| {
         aus.len() == frames
@@ -1039,7 +1048,13 @@ fn clip(out: &Path) -> Result<(PathBuf, Vec<Au>), String> {
         return Ok((path, aus));
     }
     eprintln!("encoding the {CLIP_SECONDS} s fan-out clip");
-    let aus = reference::encode_with(CLIP_SECONDS, &CLIP)?;
+    let encoding = Encoding {
+        width: CLIP_WIDTH,
+        height: CLIP_HEIGHT,
+        patch: (160, 240, 100),
+        x264: &clip_x264(kbit),
+    };
+    let aus = reference::encode_with(CLIP_SECONDS, &encoding)?;
     if !whole(&aus) {
         return Err("the fan-out clip does not start with a keyframe or has B frames".into());
     }
@@ -1056,16 +1071,16 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
     if let Some((label, dir)) = &options.other_sink {
         builds.push(Build::new(label, dir)?);
     }
-    let (clip_path, aus) = clip(out)?;
+    let (clip_path, aus) = clip(out, options.clip_kbit)?;
     let bytes: usize = aus.iter().map(|a| a.data.len()).sum();
     let clip_facts = ClipFacts {
-        width: CLIP.width,
-        height: CLIP.height,
+        width: CLIP_WIDTH,
+        height: CLIP_HEIGHT,
         fps: FPS,
         gop: FPS,
         frames: aus.len(),
         kbit: bytes as f64 * 8.0 / (aus.len() as f64 / FPS as f64) / 1000.0,
-        x264: CLIP.x264,
+        x264: clip_x264(options.clip_kbit),
     };
     eprintln!(
         "fan-out clip: {} frames, {:.0} kbit/s",
@@ -1320,7 +1335,7 @@ mod tests {
                 gop: 24,
                 frames: 240,
                 kbit: 1000.0,
-                x264: CLIP.x264,
+                x264: clip_x264(DEFAULT_CLIP_KBIT),
             },
             warmup_s: 3,
             measure_s: 20,

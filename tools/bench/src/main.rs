@@ -7,6 +7,7 @@
 //!           [--moq-gst PLUGIN_DIR] [--webrtc PLUGIN_DIR]
 //! moq-bench --fanout --out DIR [--counts 1,10,50,100,200] [--warmup S] [--measure S]
 //!           [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster]
+//!           [--clip-kbit N]
 //! ```
 //! Writes `DIR/summary.json`, `DIR/frames/*.csv` (one row per frame), `DIR/links/*.csv`
 //! (linkem logs) and, through `tools/bench/report.py`, plots and `DIR/BENCHMARKS.md`.
@@ -36,7 +37,7 @@ use crate::systems::System;
 use crate::webrtc::WebRtc;
 
 const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR] [--webrtc DIR]
-       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster]
+       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster] [--clip-kbit N]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
@@ -77,6 +78,7 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --no-direct        skip the runs from moqsink directly
   --cluster          also run through a cluster of three moq-relay nodes: the sender publishes
                      to the first, the subscribers go to the nodes in turn; per-node CPU and RSS
+  --clip-kbit N      the clip's bitrate (default 1000)
 
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
@@ -202,6 +204,12 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--no-relay" => fanout.relay = false,
             "--no-direct" => fanout.direct = false,
             "--cluster" => fanout.cluster = true,
+            "--clip-kbit" => {
+                fanout.clip_kbit = match value()?.parse() {
+                    Ok(kbit) if (50..=20_000).contains(&kbit) => kbit,
+                    _ => return Err("--clip-kbit: kbit/s from 50 to 20000".into()),
+                }
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -218,6 +226,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 | "--no-relay"
                 | "--no-direct"
                 | "--cluster"
+                | "--clip-kbit"
         ) {
             fanout_flag = Some(flag);
         }
@@ -632,6 +641,13 @@ mod tests {
             .fanout
             .unwrap();
         assert!(!f.direct && f.relay && f.cluster);
+        assert_eq!(f.clip_kbit, fanout::DEFAULT_CLIP_KBIT);
+        let f = parse(args("--fanout --out x --clip-kbit 300"))
+            .unwrap()
+            .fanout
+            .unwrap();
+        assert_eq!(f.clip_kbit, 300);
+        assert!(parse(args("--out x --fanout --clip-kbit 10")).is_err());
         assert!(
             parse(args("--out x --cluster"))
                 .unwrap_err()

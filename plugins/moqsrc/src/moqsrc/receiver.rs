@@ -1017,10 +1017,10 @@ async fn play(
                     "{current_url}: no media on the relay's route while the session lives"
                 );
                 let (config, session, track) = (config.clone(), session.clone(), feed.track);
-                rerouting = Some(tokio::spawn(async move {
+                rerouting = Some(Rerouting(tokio::spawn(async move {
                     let again = resubscribe(&config, &session, track, &why).await;
                     again.map(|feed| (feed, why)).map_err(|failure| failure.reason)
-                }));
+                })));
             }
             again = next_rerouted(&mut rerouting) => {
                 rerouting = None;
@@ -1225,12 +1225,19 @@ async fn catalog_updates(
         .ok()
 }
 
-/// Subscribing the catalog again on a session whose relay route went quiet.
-type Rerouting = tokio::task::JoinHandle<Result<(CatalogFeed, String), String>>;
+/// Subscribing the catalog again on a session whose relay route went quiet; given up
+/// when dropped (the round ended otherwise meanwhile).
+struct Rerouting(tokio::task::JoinHandle<Result<(CatalogFeed, String), String>>);
+
+impl Drop for Rerouting {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 async fn next_rerouted(rerouting: &mut Option<Rerouting>) -> Result<(CatalogFeed, String), String> {
     match rerouting {
-        Some(task) => task.await.map_err(|e| e.to_string())?,
+        Some(Rerouting(task)) => task.await.map_err(|e| e.to_string())?,
         None => std::future::pending().await,
     }
 }

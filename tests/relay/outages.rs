@@ -166,11 +166,11 @@ fn a_viewer_whose_relay_route_falls_silent_subscribes_again_on_its_session() {
 /// A publisher that stops sending for a while (its pipeline paused) is not a dead route,
 /// but the viewer cannot tell: it subscribes again once. What the relay then sends again
 /// from its cache is not new media, so the silence goes on and is not acted on again;
-/// the viewer plays on when the publisher does.
-#[test]
-fn a_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
+/// the viewer plays on when the publisher does, every frame after the last one before
+/// the pause (decode indices go on, in either format).
+fn pause_publisher(sender_properties: &str) {
     let relay = Relay::start();
-    let sender = relay.publisher("");
+    let sender = relay.publisher(sender_properties);
     let viewer = relay.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     sender.pipeline.set_state(gst::State::Paused).unwrap();
@@ -181,7 +181,7 @@ fn a_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
         .wait_frames(before + 48, WAIT)
         .expect("plays on with the publisher");
     let messages = viewer.messages.lock().unwrap().clone();
-    eprintln!("messages {messages:?}");
+    eprintln!("{sender_properties:?}: messages {messages:?}");
     let count = |name: &str| messages.iter().filter(|m| *m == name).count();
     assert_eq!(count("moq-connected"), 1, "no reconnect: {messages:?}");
     assert_eq!(
@@ -189,4 +189,23 @@ fn a_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
         1,
         "subscribed again once for one silence: {messages:?}"
     );
+    let frames = viewer.frames();
+    for pair in frames.windows(2) {
+        assert!(
+            pair[1].decode_index > pair[0].decode_index,
+            "decode indices go on: {} then {}",
+            pair[0].decode_index,
+            pair[1].decode_index
+        );
+    }
+}
+
+#[test]
+fn a_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
+    pause_publisher("");
+}
+
+#[test]
+fn a_hang_publisher_that_pauses_behind_the_relay_is_subscribed_again_once() {
+    pause_publisher("format=hang");
 }

@@ -9,7 +9,7 @@
 //! its own epoch, so a pad can tell stale frames from new ones.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use moq_media::catalog::{self, Catalog, MediaFormat, TrackEntry, TrackRole};
@@ -21,6 +21,7 @@ use moq_session::{
     Subscription, TrackEvent, TrackNamespace, Version,
 };
 use moq_wire::message::publish_done_code;
+use moqt_common::lock;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -188,7 +189,7 @@ struct Progress {
     origin: Instant,
     /// How media arrives, written by every track's forwarder: when a relay's route has
     /// gone quiet.
-    silence: Shared<SilenceWatch>,
+    silence: Arc<Mutex<SilenceWatch>>,
     /// The `resumes` of [`Control`] already acted on.
     resumes: u64,
     /// The tracks offered to the element.
@@ -269,13 +270,6 @@ fn stamped(last_media: &AtomicU64, origin: Instant) -> Instant {
     origin + Duration::from_millis(last_media.load(Ordering::Relaxed))
 }
 
-/// State the receiver's tasks share.
-type Shared<T> = Arc<Mutex<T>>;
-
-fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn stamp(last_media: &AtomicU64, origin: Instant) {
     let ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
     last_media.store(ms, Ordering::Relaxed);
@@ -331,7 +325,7 @@ pub async fn run(
         epoch: 0,
         last_media: Arc::new(AtomicU64::new(0)),
         origin,
-        silence: Shared::default(),
+        silence: Arc::default(),
         resumes: controls.borrow().resumes,
         outputs: Vec::new(),
         unplayable: Vec::new(),
@@ -1024,15 +1018,14 @@ async fn play(
             }
             again = next_rerouted(&mut rerouting) => {
                 rerouting = None;
-                match again {
-                    // Make before break: the old route had its chance meanwhile.
-                    Ok((feed, why)) if lock(&silence).still_silent() => {
-                        return Ok(Played::Rerouted(Box::new(feed), why));
-                    }
-                    // The old route came back, or no other answered (a relay that is
-                    // down): the tracks stay where they are, and the failover and the
-                    // media timeout see to a silence that lasts.
-                    Ok(_) | Err(_) => {}
+                // Make before break: the old route had its chance meanwhile. If it came
+                // back, or nothing answered (a relay that is down), the tracks stay where
+                // they are, and the failover and the media timeout see to a silence that
+                // lasts.
+                if let Ok((feed, why)) = again
+                    && lock(&silence).still_silent()
+                {
+                    return Ok(Played::Rerouted(Box::new(feed), why));
                 }
             }
             () = failover_silence(config, &last_media, origin, started) => {
@@ -1296,7 +1289,7 @@ struct Forwarder {
     events: mpsc::Sender<Event>,
     controls: watch::Receiver<Control>,
     last_media: Arc<AtomicU64>,
-    silence: Shared<SilenceWatch>,
+    silence: Arc<Mutex<SilenceWatch>>,
     /// Where this track's latest object came in ([`Output::reached`]).
     reached: Arc<AtomicU64>,
     /// The newest frame forwarded ([`Output::newest`]).

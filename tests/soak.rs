@@ -1,6 +1,8 @@
 //! Short versions of the resource-exhaustion soak checks (`pipelines/soak.sh` runs the
-//! full ones): a subscriber that never reads, a receiver paused for a while, and subscriber
-//! churn, each measured in a process of its own with generous bounds.
+//! full ones): a subscriber that never reads, a receiver paused for a while, subscriber
+//! churn, each measured in a process of its own with generous bounds, and all of it at once
+//! through a moq-relay cluster restarted node by node (moq-relay from `MOQ_RELAY`, else
+//! `pipelines/install-moq-relay.sh`).
 //!
 //! The sender and the paused receiver run as children of the `moq-soak` binary, which must
 //! be built beside this test (`cargo build --workspace --all-targets`, as pipelines/test.sh
@@ -8,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use moq_soak::mixed::{self, MixedOptions};
 use moq_soak::scenario::{self, ChurnOptions, PausedOptions, StalledOptions};
 
 /// The `moq-soak` binary of this build: `target/<profile>/moq-soak`, beside the `deps`
@@ -123,6 +126,36 @@ fn subscriber_churn_leaves_sender_memory_bounded_and_continuous_subscriber_whole
             && report.continuous.gaps == 0
             && report.continuous.disordered == 0,
         "the continuous subscriber lost no frame: {}",
+        report.summary()
+    );
+    assert!(report.passed(), "{}", report.summary());
+}
+
+#[test]
+fn a_viewer_plays_every_frame_through_relay_restarts_churn_stalls_and_congestion_at_once() {
+    let opts = MixedOptions {
+        seconds: 100,
+        restart_every: 30,
+        warmup: 30,
+        max_rss_growth_mb: 40.0,
+        min_viewer_pct: 99.0,
+        ..MixedOptions::new(soak_binary())
+    };
+    let report = mixed::mixed(&opts).expect("the scenario runs");
+    assert_eq!(
+        (report.restarts, report.restarts_killed),
+        (3, 0),
+        "three nodes restarted, each exiting once its sessions had left: {}",
+        report.summary()
+    );
+    assert!(
+        report.viewer.disordered == 0 && report.viewer.kept_pct() >= 99.0,
+        "the viewer kept its frames through the restarts: {}",
+        report.summary()
+    );
+    assert!(
+        report.churn_cycles > 20 && report.stalled_sessions > 0 && report.congested_frames > 0,
+        "churn, a stalled subscriber and a congested viewer ran beside it: {}",
         report.summary()
     );
     assert!(report.passed(), "{}", report.summary());

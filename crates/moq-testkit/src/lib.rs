@@ -9,8 +9,10 @@
 //! - [`proc`]: child processes that report line by line, and RSS sampling of any process.
 //! - [`media`]: GStreamer set-up, the reference stream, and an in-process moqsrc
 //!   subscriber that records the decode index of every frame.
+//! - [`relay`]: moq-relay nodes as child processes, restarted as a deploy does.
 
 pub mod media;
 pub mod peer;
 pub mod proc;
+pub mod relay;
 pub mod roles;

@@ -25,12 +25,13 @@ const REFERENCE_ENCODER: &str = "x264enc bitrate=600 bframes=3 key-int-max=15 \
 /// Namespace the sender publishes (moqsink's default) and the URL path that names it.
 pub const NAMESPACE: &str = "live";
 
-/// The sender's pipeline: the reference stream into `moqsink name=sink` listening on
-/// `127.0.0.1:port`, with extra moqsink properties (`key=value ...`).
-pub fn sender_description(port: u16, moqsink_props: &str) -> String {
+/// The sender's pipeline: the reference stream into `moqsink name=sink` with its
+/// properties (`key=value ...`), which say where it serves (`listen=…`) or publishes
+/// (`url=…`).
+pub fn sender_description(moqsink_props: &str) -> String {
     format!(
         "{REFERENCE_VIDEO} ! {REFERENCE_ENCODER} \
-         ! moqsink name=sink listen=127.0.0.1:{port} {moqsink_props} {REFERENCE_SOURCES}"
+         ! moqsink name=sink {moqsink_props} {REFERENCE_SOURCES}"
     )
 }
 
@@ -154,9 +155,15 @@ pub struct Watcher {
 
 impl Watcher {
     pub fn start(url: &str, fingerprint: &str) -> Result<Watcher, String> {
+        Watcher::start_with(url, fingerprint, "")
+    }
+
+    /// [`start`](Self::start) with more moqsrc properties (`key=value ...`).
+    pub fn start_with(url: &str, fingerprint: &str, moqsrc_props: &str) -> Result<Watcher, String> {
         init()?;
         let description = format!(
-            "moqsrc name=src url={url} tls-fingerprint={fingerprint} ! fakesink name=out sync=false async=false"
+            "moqsrc name=src url={url} tls-fingerprint={fingerprint} {moqsrc_props} \
+             ! fakesink name=out sync=false async=false"
         );
         let pipeline = gst::parse::launch(&description)
             .map_err(|e| format!("watcher pipeline: {e}"))?

@@ -70,8 +70,14 @@ fn bus_error(msg: &gst::Message) -> Option<String> {
 
 /// The `send` role: runs until stdin closes or `quit` arrives.
 pub fn send(port: u16, moqsink_props: &str) -> Result<(), String> {
+    send_with(&format!("listen=127.0.0.1:{port} {moqsink_props}"))
+}
+
+/// The `send` role with moqsink's properties as given, where it serves or publishes
+/// included (`url=…` for a relay).
+pub fn send_with(moqsink_props: &str) -> Result<(), String> {
     media::init()?;
-    let pipeline = gst::parse::launch(&media::sender_description(port, moqsink_props))
+    let pipeline = gst::parse::launch(&media::sender_description(moqsink_props))
         .map_err(|e| format!("sender pipeline: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "sender: not a pipeline".to_string())?;

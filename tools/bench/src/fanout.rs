@@ -815,7 +815,7 @@ fn start_nodes(
             ],
         };
         nodes.push((
-            crate::moq_gst::start_relay_with(binary, at, cert, key, &join)?,
+            crate::moq_gst::Relay::start(binary, at, cert, key, &join)?,
             at,
         ));
     }
@@ -1087,10 +1087,10 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         clip_facts.frames, clip_facts.kbit
     );
     let relay = if options.relay || options.cluster {
-        let binary = crate::moq_gst::find_relay(workspace)?;
+        let binary = moq_testkit::relay::find(workspace)?;
         let dir = out.join("fanout-relay");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Some((binary, crate::certificate(&dir)?))
+        Some((binary, moq_testkit::relay::certificate(&dir)?))
     } else {
         None
     };

@@ -301,19 +301,6 @@ fn init_gstreamer() -> Result<(), String> {
     Ok(())
 }
 
-/// A self-signed certificate for moqsink: (cert path, key path, fingerprint).
-fn certificate(dir: &Path) -> Result<(String, String, String), String> {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-            .map_err(|e| e.to_string())?;
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).map_err(|e| e.to_string())?;
-    std::fs::write(&key, certified.key_pair.serialize_pem()).map_err(|e| e.to_string())?;
-    let fp =
-        moq_session::tls::fingerprint_hex(&moq_session::tls::fingerprint(certified.cert.der()));
-    Ok((cert.display().to_string(), key.display().to_string(), fp))
-}
-
 /// The `--key value` arguments of a child process (`sender`, `receiver`).
 struct ChildArgs(std::collections::HashMap<String, String>);
 
@@ -422,7 +409,7 @@ fn main_inner() -> Result<(), String> {
         aus.len(),
         bytes as f64 * 8.0 / (aus.len() as f64 / 24.0) / 1000.0
     );
-    let tls = certificate(&options.out)?;
+    let tls = moq_testkit::relay::certificate(&options.out)?;
     let moq_gst = match &options.moq_gst {
         Some(dir) => Some(MoqGst::locate(dir, &root)?),
         None if options.systems.contains(&System::MoqGst) => {

@@ -56,7 +56,9 @@ async fn stall_once(url: &str, tracks: &[&str]) -> Result<RawPeer, String> {
     let mut peer = timeout(STEP_TIMEOUT, RawPeer::connect(url))
         .await
         .map_err(|_| "connect timed out".to_string())??;
-    timeout(STEP_TIMEOUT, peer.setup(&format!("/{NAMESPACE}"), 64))
+    // The URL's path: the broadcast itself for moqsink, the relay's root for a relay.
+    let path = MoqUrl::parse(url).map_err(|e| e.to_string())?.path;
+    timeout(STEP_TIMEOUT, peer.setup(&path, 64))
         .await
         .map_err(|_| "SETUP timed out".to_string())??;
     let namespace = TrackNamespace::from_path(NAMESPACE);
@@ -197,13 +199,14 @@ impl ChurnCounters {
     }
 }
 
-/// Runs `cycles` connect/subscribe/drop cycles, `concurrency` at a time, until done or
-/// `stop` turns true.
+/// Runs `cycles` connect/subscribe/drop cycles, `concurrency` at a time, each worker
+/// waiting `pause` after each of its cycles, until done or `stop` turns true.
 pub async fn churn(
     url: String,
     fingerprint: String,
     cycles: u64,
     concurrency: usize,
+    pause: Duration,
     counters: Arc<ChurnCounters>,
     stop: watch::Receiver<bool>,
 ) -> Result<(), String> {
@@ -233,6 +236,9 @@ pub async fn churn(
                     }
                 }
                 counters.done.fetch_add(1, Ordering::Relaxed);
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
             }
         });
     }

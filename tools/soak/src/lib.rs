@@ -2,6 +2,7 @@
 //!
 //! - [`scenario`]: the soak scenarios (a subscriber that never reads, a paused receiver,
 //!   subscriber churn), each measuring the RSS of the process under test over time.
+//! - [`mixed`]: everything at once through a moq-relay cluster restarted node by node.
 //! - [`clients`]: the network clients the runner drives itself (the stalled subscriber,
 //!   the churn cycles).
 //!
@@ -10,4 +11,5 @@
 //! `moq_testkit`.
 
 pub mod clients;
+pub mod mixed;
 pub mod scenario;

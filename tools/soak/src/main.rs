@@ -4,7 +4,8 @@
 //! moq-soak run stalled-subscriber [--seconds 600] [--delivery MODE] [--reconnect] ...
 //! moq-soak run paused-receiver [--seconds 60] ...
 //! moq-soak run churn [--cycles 1000] ...
-//! moq-soak send [--port P] [--moqsink-props "..."]        (child role)
+//! moq-soak run mixed [--seconds 3600] ...
+//! moq-soak send [--port P | --url URL] [--moqsink-props "..."]   (child role)
 //! moq-soak receive --url URL --fingerprint HEX            (child role)
 //! ```
 //! Every scenario prints a row every 10 s and a final `summary` line with every figure,
@@ -13,6 +14,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use moq_soak::mixed::{self, MixedOptions};
 use moq_soak::scenario::{self, ChurnOptions, PausedOptions, StalledOptions};
 use moq_testkit::{media, roles};
 
@@ -43,10 +45,23 @@ const USAGE: &str = "usage:
       continuous moqsrc subscriber; S caps the time they may take (default 1800). Bounds: sender RSS growth over the baseline
       taken after the warm-up cycles < 5 MB; the continuous subscriber loses no frame.
 
-  moq-soak send [--port P] [--moqsink-props \"K=V ...\"]
+  moq-soak run mixed [--seconds S] [--restart-every S] [--warmup S] [--congested-kbit K]
+                     [--churn-pause-ms MS] [--max-rss-growth-mb MB] [--min-viewer-pct P]
+      Everything at once through three moq-relay nodes (MOQ_RELAY, else
+      pipelines/install-moq-relay.sh) for S seconds (default 3600): the sender publishes to
+      node 1 and a continuous viewer plays from node 2 (each with the other nodes as
+      backup-urls); nodes 1 and 2 are restarted in turn every --restart-every s (default
+      300; SIGTERM, GOAWAY, an 8 s drain, started again on their port). On node 0, which
+      stays up: a connect/subscribe/drop cycle every --churn-pause-ms (default 1000), a
+      subscriber that stalls and comes back, a viewer behind a K kbit/s link (default 400).
+      Bounds: RSS growth after the warm-up (default 120 s) of the sender and of node 0
+      < 10 MB; the continuous viewer keeps >= 99.9% of the frames, none twice or out of
+      order; the congested viewer plays; at most 1 churn cycle in 10 fails.
+
+  moq-soak send [--port P | --url URL] [--moqsink-props \"K=V ...\"]
   moq-soak receive --url URL --fingerprint HEX [--moqsrc-props \"K=V ...\"]
       Child roles (the scenarios start them): a live ~600 kbit/s 24 fps H.264 stream into
-      moqsink on 127.0.0.1:P (0: any port), and a decoding moqsrc receiver. Both print
+      moqsink on 127.0.0.1:P (0: any port) or publishing to URL, and a decoding moqsrc receiver. Both print
       line-based reports on stdout and stop when stdin closes.
 
 Figures: RSS is VmRSS in MB (10^6 bytes). Exit code: 0 all bounds held, 1 a bound was
@@ -112,9 +127,13 @@ fn run(mut words: Vec<String>) -> Result<Outcome, String> {
         "send" => {
             let mut args = Args { words };
             let port = args.parsed("--port", 0u16)?;
+            let url = args.value("--url")?;
             let props = args.value("--moqsink-props")?.unwrap_or_default();
             args.finish()?;
-            roles::send(port, &props)?;
+            match url {
+                Some(url) => roles::send_with(&format!("url={url} {props}"))?,
+                None => roles::send(port, &props)?,
+            }
             Ok(Outcome::Passed)
         }
         "receive" => {
@@ -131,7 +150,8 @@ fn run(mut words: Vec<String>) -> Result<Outcome, String> {
         "run" => {
             if words.is_empty() {
                 return Err(
-                    "run needs a scenario: stalled-subscriber, paused-receiver, churn".into(),
+                    "run needs a scenario: stalled-subscriber, paused-receiver, churn, mixed"
+                        .into(),
                 );
             }
             let scenario = words.remove(0);
@@ -186,6 +206,22 @@ fn run(mut words: Vec<String>) -> Result<Outcome, String> {
                     };
                     args.finish()?;
                     scenario::churn(&opts)?.passed()
+                }
+                "mixed" => {
+                    let d = MixedOptions::new(exe()?);
+                    let opts = MixedOptions {
+                        seconds: args.parsed("--seconds", d.seconds)?,
+                        restart_every: args.parsed("--restart-every", d.restart_every)?,
+                        warmup: args.parsed("--warmup", d.warmup)?,
+                        congested_kbit: args.parsed("--congested-kbit", d.congested_kbit)?,
+                        churn_pause_ms: args.parsed("--churn-pause-ms", d.churn_pause_ms)?,
+                        max_rss_growth_mb: args
+                            .parsed("--max-rss-growth-mb", d.max_rss_growth_mb)?,
+                        min_viewer_pct: args.parsed("--min-viewer-pct", d.min_viewer_pct)?,
+                        ..d
+                    };
+                    args.finish()?;
+                    mixed::mixed(&opts)?.passed()
                 }
                 other => return Err(format!("unknown scenario {other:?}\n\n{USAGE}")),
             };

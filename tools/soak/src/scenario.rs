@@ -18,8 +18,8 @@ use tokio::sync::watch;
 use crate::clients::{self, ChurnCounters, StallCounters};
 
 /// Rows of the per-scenario table.
-const ROW_EVERY: Duration = Duration::from_secs(10);
-const RSS_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const ROW_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const RSS_EVERY: Duration = Duration::from_secs(1);
 /// A frame published this long before the end has had time to reach a subscriber.
 const IN_FLIGHT: Duration = Duration::from_millis(1500);
 /// The main loop's step.
@@ -28,7 +28,7 @@ const STEP: Duration = Duration::from_millis(250);
 /// Delivery modes of moqsink.
 pub const DELIVERIES: [&str; 4] = ["baseline", "deprioritize-b", "skip-gops", "combined"];
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -36,7 +36,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("tokio runtime: {e}"))
 }
 
-fn opt_mb(kib: Option<u64>) -> String {
+pub(crate) fn opt_mb(kib: Option<u64>) -> String {
     kib.map_or("-".into(), |k| format!("{:.1}", mb(k)))
 }
 
@@ -44,7 +44,7 @@ fn opt_mb(kib: Option<u64>) -> String {
 /// [`ROW_EVERY`] since `origin` (at whole multiples, so the rows of consecutive phases line
 /// up) it passes the seconds since `origin`, for a table row. A row due when the phase
 /// ends is still printed by this phase.
-fn run_phase(
+pub(crate) fn run_phase(
     origin: Instant,
     until: Instant,
     next_row: &mut Instant,
@@ -69,12 +69,12 @@ fn run_phase(
 }
 
 /// Continuity of a watcher's output against the sender's count at `end − IN_FLIGHT`.
-fn healthy(watcher: &Watcher, sender: &SenderProc, end: Instant) -> Option<Continuity> {
+pub(crate) fn healthy(watcher: &Watcher, sender: &SenderProc, end: Instant) -> Option<Continuity> {
     let frames = sender.frames_at(end.checked_sub(IN_FLIGHT)?)?;
     watcher.log().continuity(frames)
 }
 
-fn fmt_pct(c: Option<Continuity>) -> String {
+pub(crate) fn fmt_pct(c: Option<Continuity>) -> String {
     c.map_or("-".into(), |c| format!("{:.2}", c.kept_pct()))
 }
 
@@ -180,7 +180,7 @@ impl StalledReport {
     }
 }
 
-fn verdict(violations: &[String]) -> String {
+pub(crate) fn verdict(violations: &[String]) -> String {
     if violations.is_empty() {
         "PASS".into()
     } else {
@@ -767,6 +767,7 @@ pub fn churn(opts: &ChurnOptions) -> Result<ChurnReport, String> {
             sender.fingerprint.clone(),
             n,
             opts.concurrency,
+            Duration::ZERO,
             counters.clone(),
             stop.clone(),
         ));

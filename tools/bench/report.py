@@ -1266,6 +1266,7 @@ def fanout_section(dirs):
         )
     md.append("")
     md += fanout_nodes(runs)
+    md += fanout_abr(runs)
     if len(builds) > 1:
         direct = {(r["build"], r["subscribers"]): r for r in runs if r["path"] == "direct"}
         counts = sorted({n for (_, n) in direct})
@@ -1311,6 +1312,39 @@ def fanout_nodes(runs):
                 f"| {r['subscribers']} | {i} | {node['subscribers']} | {fmt(node['cpu_pct'], 1)} "
                 f"| {fmt(node.get('rss_mb'), 1)} |"
             )
+    md.append("")
+    return md
+
+
+def fanout_abr(runs):
+    """The runs with ABR players (`--abr-share`): what the players got, and the raw
+    subscribers beside them against the run of the same N without players."""
+    with_abr = [r for r in runs if r.get("abr")]
+    if not with_abr:
+        return []
+    md = [
+        "ABR players (`moqsrc abr=auto`, each behind its own link) among the viewers of a cluster run; "
+        "the raw subscribers of the run beside the same N without players:",
+        "",
+        "| N | players | link (kbit/s) | ladder (kbit/s) | frames % (median, lowest) | renditions (% of player-seconds) "
+        "| switches | latency p95 (ms, median, max) | raw p99 (ms) with / without | raw lost with / without |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in with_abr:
+        a = r["abr"]
+        n = r["subscribers"] + a["count"]
+        alone = next(
+            (o for o in runs if not o.get("abr") and o["path"] == r["path"].removesuffix("-abr") and o["subscribers"] == n),
+            None,
+        )
+        renditions = ", ".join(f"{name} {fmt(pct, 0)}" for name, pct in a["renditions_pct"])
+        md.append(
+            f"| {n} | {a['count']} | {a['link_kbit']} | {' / '.join(str(k) for k in a['ladder_kbit'])} "
+            f"| {fmt(a.get('frames_pct_median'), 0)}, {fmt(a.get('frames_pct_min'), 0)} | {renditions or '–'} "
+            f"| {a['switches']} | {fmt(a.get('p95_ms_median'), 0)}, {fmt(a.get('p95_ms_max'), 0)} "
+            f"| {fmt(r.get('latency_p99_ms'), 1)} / {fmt(alone.get('latency_p99_ms') if alone else None, 1)} "
+            f"| {r['frames_lost']} / {alone['frames_lost'] if alone else '–'} |"
+        )
     md.append("")
     return md
 

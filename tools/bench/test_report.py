@@ -341,6 +341,28 @@ class FanoutCluster(unittest.TestCase):
         self.assertTrue(goal.endswith("— not met"), goal)
 
 
+class FanoutAbr(unittest.TestCase):
+    def test_players_are_shown_beside_the_run_without_them(self):
+        plain = {"path": "cluster", "build": "current", "subscribers": 200, "latency_p99_ms": 30.0, "frames_lost": 0}
+        players = {
+            "count": 20,
+            "link_kbit": 300,
+            "ladder_kbit": [1000, 500, 250],
+            "frames_pct_median": 99.6,
+            "frames_pct_min": 97.1,
+            "renditions_pct": [["video-2", 92.5], ["video-1", 7.5]],
+            "switches": 3,
+            "p95_ms_median": 180.0,
+            "p95_ms_max": 420.0,
+        }
+        mixed = dict(plain, path="cluster-abr", subscribers=180, latency_p99_ms=33.5, frames_lost=2, abr=players)
+        md = report.fanout_abr([plain, mixed])
+        row = md[4]
+        self.assertTrue(row.startswith("| 200 | 20 | 300 | 1000 / 500 / 250 | 100, 97 | video-2 92, video-1 8 | 3 |"), row)
+        self.assertTrue(row.endswith("| 33.5 / 30.0 | 2 / 0 |"), row)
+        self.assertEqual(report.fanout_abr([plain]), [])
+
+
 class EncoderVariants(unittest.TestCase):
     def test_the_variant_is_the_name_suffix_and_plain_names_are_zerolatency(self):
         self.assertEqual(report.encoder_variant("moq-adaptive"), "zerolatency")

@@ -37,6 +37,7 @@ use moq_testkit::roles::SenderProc;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::fanout_abr::{self, AbrViewers, Second};
 use crate::reference::{self, Au, Encoding};
 use crate::run::{cpu_seconds, unix_us};
 
@@ -92,6 +93,11 @@ pub struct Options {
     pub relay: bool,
     /// Also through a cluster of [`CLUSTER_NODES`] moq-relay nodes.
     pub cluster: bool,
+    /// Percent of the viewers that are ABR players behind links of `abr_kbit` (0: none).
+    /// The sender then publishes a ladder ([`fanout_abr::ladder`]), and each cluster run
+    /// is followed by the same N with that share of ABR viewers.
+    pub abr_share: u32,
+    pub abr_kbit: u64,
 }
 
 impl Default for Options {
@@ -105,6 +111,8 @@ impl Default for Options {
             direct: true,
             relay: true,
             cluster: false,
+            abr_share: 0,
+            abr_kbit: fanout_abr::DEFAULT_ABR_KBIT,
         }
     }
 }
@@ -345,6 +353,9 @@ pub struct FanoutRun {
     pub bad_headers: u64,
     /// The first few distinct subscriber errors.
     pub subscriber_errors: Vec<String>,
+    /// The ABR viewers beside the `subscribers` raw ones, in a run with some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abr: Option<AbrViewers>,
 }
 
 /// One relay node of a run.
@@ -483,6 +494,9 @@ pub fn table(report: &Report) -> String {
                 each(&|n| opt(n.rss_mb, 1)),
             );
         }
+        if let Some(abr) = &r.abr {
+            out += &fanout_abr::table_line(abr);
+        }
     }
     for t in &report.first_p99_over_limit {
         out += &format!(
@@ -510,7 +524,9 @@ pub fn table(report: &Report) -> String {
 }
 
 /// `--key value` pairs of a child's command line.
-fn key_values(mut args: impl Iterator<Item = String>) -> Result<HashMap<String, String>, String> {
+pub(crate) fn key_values(
+    mut args: impl Iterator<Item = String>,
+) -> Result<HashMap<String, String>, String> {
     let mut map = HashMap::new();
     while let Some(key) = args.next() {
         let value = args.next().ok_or(format!("{key} needs a value"))?;
@@ -519,10 +535,36 @@ fn key_values(mut args: impl Iterator<Item = String>) -> Result<HashMap<String, 
     Ok(map)
 }
 
-/// `moq-bench fanout-sender --reference CLIP --plugin-dir DIR --registry FILE --sink PROPS`:
-/// loops the clip live into `moqsink name=sink PROPS` loaded from DIR (only DIR's
-/// moqsink: GStreamer gets its own registry file), printing what
-/// [`moq_testkit::roles::serve`] prints, until stdin closes.
+/// Points this process's GStreamer at `plugin_dir` alone (with its own `registry` file),
+/// initialises it and checks that `element` comes from there.
+pub(crate) fn load_plugin(plugin_dir: &str, registry: &str, element: &str) -> Result<(), String> {
+    let plugin_dir = PathBuf::from(plugin_dir);
+    // SAFETY: single-threaded here, before GStreamer or any runtime starts.
+    unsafe {
+        std::env::set_var("GST_PLUGIN_PATH", &plugin_dir);
+        std::env::set_var("GST_REGISTRY", registry);
+    }
+    gst::init().map_err(|e| e.to_string())?;
+    let factory = gst::ElementFactory::find(element).ok_or(format!("no {element}"))?;
+    let loaded = factory
+        .plugin()
+        .and_then(|p| p.filename())
+        .ok_or(format!("{element} has no plugin file"))?;
+    if !loaded.starts_with(&plugin_dir) {
+        return Err(format!(
+            "{element} comes from {}, not {}",
+            loaded.display(),
+            plugin_dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `moq-bench fanout-sender --reference CLIP --plugin-dir DIR --registry FILE --sink PROPS
+/// [--renditions CLIP:KBIT,..]`: loops the clip live into `moqsink name=sink PROPS` loaded
+/// from DIR (only DIR's moqsink: GStreamer gets its own registry file), with the
+/// renditions' clips beside it as alternates (the reference first, as track `video`),
+/// printing what [`moq_testkit::roles::serve`] prints, until stdin closes.
 pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
     let args = key_values(args).map_err(|e| format!("fanout-sender: {e}"))?;
     let get = |key: &str| {
@@ -530,50 +572,62 @@ pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
             .cloned()
             .ok_or(format!("fanout-sender: {key} missing"))
     };
-    let plugin_dir = PathBuf::from(get("--plugin-dir")?);
-    // SAFETY: single-threaded here, before GStreamer or any runtime starts.
-    unsafe {
-        std::env::set_var("GST_PLUGIN_PATH", &plugin_dir);
-        std::env::set_var("GST_REGISTRY", get("--registry")?);
+    load_plugin(&get("--plugin-dir")?, &get("--registry")?, "moqsink")
+        .map_err(|e| format!("fanout-sender: {e}"))?;
+    let load = |path: &str| {
+        reference::load(Path::new(path)).map_err(|e| format!("fanout-sender: {path}: {e}"))
+    };
+    // (clip, kbit): the reference, then each rendition; kbit 0 for a clip alone.
+    let mut clips = vec![(load(&get("--reference")?)?, 0u32)];
+    if let Some(renditions) = args.get("--renditions") {
+        for item in renditions.split(',') {
+            let (path, kbit) = item
+                .rsplit_once(':')
+                .and_then(|(p, k)| Some((p, k.parse::<u32>().ok()?)))
+                .ok_or(format!("fanout-sender: bad rendition {item:?}"))?;
+            clips.push((load(path)?, kbit));
+        }
+        let top = args
+            .get("--reference-kbit")
+            .and_then(|k| k.parse().ok())
+            .ok_or("fanout-sender: --renditions needs --reference-kbit")?;
+        clips[0].1 = top;
     }
-    gst::init().map_err(|e| e.to_string())?;
-    let factory = gst::ElementFactory::find("moqsink").ok_or("fanout-sender: no moqsink")?;
-    let loaded = factory
-        .plugin()
-        .and_then(|p| p.filename())
-        .ok_or("fanout-sender: moqsink has no plugin file")?;
-    if !loaded.starts_with(&plugin_dir) {
-        return Err(format!(
-            "fanout-sender: moqsink comes from {}, not {}",
-            loaded.display(),
-            plugin_dir.display()
+    let mut description = String::new();
+    let mut pads = String::new();
+    for (i, (_, kbit)) in clips.iter().enumerate() {
+        description.push_str(&format!(
+            "appsrc name=src{i} is-live=true format=time do-timestamp=false \
+             caps=video/x-h264,stream-format=byte-stream,alignment=au,width={CLIP_WIDTH},height={CLIP_HEIGHT},framerate={FPS}/1 \
+             ! h264parse ! sink.video_{i} "
         ));
+        if clips.len() > 1 {
+            pads.push_str(&format!(
+                "video_{i}::alt-group=1 video_{i}::bitrate={} ",
+                u64::from(*kbit) * 1000
+            ));
+        }
     }
-    let clip_path = get("--reference")?;
-    let clip = reference::load(Path::new(&clip_path))
-        .map_err(|e| format!("fanout-sender: {clip_path}: {e}"))?;
-    let description = format!(
-        "appsrc name=src is-live=true format=time do-timestamp=false \
-         caps=video/x-h264,stream-format=byte-stream,alignment=au,width={},height={},framerate={FPS}/1 \
-         ! h264parse ! moqsink name=sink {}",
-        CLIP_WIDTH,
-        CLIP_HEIGHT,
-        get("--sink")?
-    );
+    description.push_str(&format!("moqsink name=sink {pads}{}", get("--sink")?));
     let pipeline = gst::parse::launch(&description)
         .map_err(|e| format!("fanout-sender pipeline {description:?}: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "fanout-sender: not a pipeline")?;
-    let src = pipeline
-        .by_name("src")
-        .and_downcast::<gst_app::AppSrc>()
-        .ok_or("fanout-sender: no appsrc")?;
+    let sources = (0..clips.len())
+        .map(|i| {
+            pipeline
+                .by_name(&format!("src{i}"))
+                .and_downcast::<gst_app::AppSrc>()
+                .ok_or("fanout-sender: no appsrc".to_string())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let clips: Vec<Vec<Au>> = clips.into_iter().map(|(clip, _)| clip).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let player = {
         let (pipeline, stop) = (pipeline.clone(), stop.clone());
         std::thread::Builder::new()
             .name("play-out".into())
-            .spawn(move || play_out(&pipeline, &src, &clip, &stop))
+            .spawn(move || play_out(&pipeline, &sources, &clips, &stop))
             .map_err(|e| e.to_string())?
     };
     let served = moq_testkit::roles::serve(&pipeline, false);
@@ -584,13 +638,14 @@ pub fn sender_main(args: impl Iterator<Item = String>) -> Result<(), String> {
     served.and(played)
 }
 
-/// Pushes the clip, lap after lap, one frame every 1/24 s on the wall clock, stamped on
-/// the pipeline's running time (ahead by [`LEAD`]), until `stop`. A push that fails while
-/// not stopping prints `error …`, which the runner reads as the sender's failure.
+/// Pushes each clip into its source, lap after lap, one frame every 1/24 s on the wall
+/// clock, stamped on the pipeline's running time (ahead by [`LEAD`]) alike in every clip,
+/// until `stop`. The clips are as long as the first. A push that fails while not stopping
+/// prints `error …`, which the runner reads as the sender's failure.
 fn play_out(
     pipeline: &gst::Pipeline,
-    src: &gst_app::AppSrc,
-    clip: &[Au],
+    sources: &[gst_app::AppSrc],
+    clips: &[Vec<Au>],
     stop: &AtomicBool,
 ) -> Result<(), String> {
     let fail = |e: String| {
@@ -599,8 +654,9 @@ fn play_out(
         let _ = out.flush();
         Err(e)
     };
-    if clip.is_empty() {
-        return fail("empty clip".into());
+    let clip = &clips[0];
+    if clip.is_empty() || clips.iter().any(|c| c.len() != clip.len()) {
+        return fail("empty clip, or renditions of another length".into());
     }
     // The sink completes its state change only with a first buffer: wait for the clock
     // (given out as the pipeline goes to PLAYING), not for the PLAYING state.
@@ -617,17 +673,22 @@ fn play_out(
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let base = clip
+    let base = clips
         .iter()
+        .flatten()
         .map(|a| a.dts_ns.min(a.pts_ns))
         .min()
         .unwrap_or(0);
     let frame_ns = |k: u64| k * 1_000_000_000 / FPS;
     let lap_ns = frame_ns(clip.len() as u64);
     // Made once; each push is a shallow copy sharing the bytes.
-    let buffers: Vec<gst::Buffer> = clip
+    let buffers: Vec<Vec<gst::Buffer>> = clips
         .iter()
-        .map(|au| gst::Buffer::from_mut_slice(au.data.clone()))
+        .map(|clip| {
+            clip.iter()
+                .map(|au| gst::Buffer::from_mut_slice(au.data.clone()))
+                .collect()
+        })
         .collect();
     let start = Instant::now();
     for k in 0u64.. {
@@ -638,22 +699,25 @@ fn play_out(
             std::thread::sleep(wait);
         }
         let i = (k % clip.len() as u64) as usize;
-        let (au, lap) = (&clip[i], k / clip.len() as u64);
+        let lap = k / clip.len() as u64;
         let at = |t: u64| running0 + gst::ClockTime::from_nseconds(lap * lap_ns + t - base);
-        let mut buffer = buffers[i].copy();
-        if let Some(b) = buffer.get_mut() {
-            b.set_pts(at(au.pts_ns));
-            b.set_dts(at(au.dts_ns));
-            b.set_duration(gst::ClockTime::from_nseconds(frame_ns(1)));
-            if au.kind != h264::FrameKind::Key {
-                b.set_flags(gst::BufferFlags::DELTA_UNIT);
+        for ((src, clip), buffers) in sources.iter().zip(clips).zip(&buffers) {
+            let au = &clip[i];
+            let mut buffer = buffers[i].copy();
+            if let Some(b) = buffer.get_mut() {
+                b.set_pts(at(au.pts_ns));
+                b.set_dts(at(au.dts_ns));
+                b.set_duration(gst::ClockTime::from_nseconds(frame_ns(1)));
+                if au.kind != h264::FrameKind::Key {
+                    b.set_flags(gst::BufferFlags::DELTA_UNIT);
+                }
             }
-        }
-        if let Err(e) = src.push_buffer(buffer) {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(());
+            if let Err(e) = src.push_buffer(buffer) {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                return fail(format!("sender push: {e:?}"));
             }
-            return fail(format!("sender push: {e:?}"));
         }
     }
     Ok(())
@@ -771,6 +835,9 @@ struct Context {
     exe: PathBuf,
     out: PathBuf,
     clip: PathBuf,
+    /// The clips of the other renditions and their rates, when some viewers run ABR.
+    renditions: Vec<(PathBuf, u32)>,
+    clip_kbit: u32,
     runtime: tokio::runtime::Runtime,
     /// moq-relay's binary, and the certificate it serves (cert, key, fingerprint).
     relay: Option<(PathBuf, (String, String, String))>,
@@ -822,11 +889,13 @@ fn start_nodes(
     Ok(nodes)
 }
 
+/// One run: `n` viewers through `route`, of which `abr_viewers` are ABR players.
 fn run_one(
     ctx: &Context,
     route: Route,
     build: &Build,
     n: usize,
+    abr_viewers: usize,
     options: &Options,
 ) -> Result<FanoutRun, String> {
     let relays = start_nodes(ctx, route.nodes())?;
@@ -848,6 +917,20 @@ fn run_one(
         "--sink".into(),
         sink,
     ];
+    let mut args = args;
+    if !ctx.renditions.is_empty() {
+        let renditions: Vec<String> = ctx
+            .renditions
+            .iter()
+            .map(|(path, kbit)| format!("{}:{kbit}", path.display()))
+            .collect();
+        args.extend([
+            "--renditions".into(),
+            renditions.join(","),
+            "--reference-kbit".into(),
+            ctx.clip_kbit.to_string(),
+        ]);
+    }
     let mut sender = SenderProc::spawn(&ctx.exe, args)?;
     // Where the subscribers go, in turn, and the certificate they expect there.
     let (urls, fingerprint) = match &ctx.relay {
@@ -874,6 +957,29 @@ fn run_one(
     let trust =
         Trust::Fingerprint(tls::parse_fingerprint(&fingerprint).map_err(|e| e.to_string())?);
 
+    let mut players = match abr_viewers {
+        0 => None,
+        k => Some(moq_testkit::proc::Child::spawn(
+            "ABR viewers",
+            &ctx.exe,
+            &[
+                "fanout-abr-viewers".into(),
+                "--urls".into(),
+                urls.join(","),
+                "--fingerprint".into(),
+                fingerprint.clone(),
+                "--count".into(),
+                k.to_string(),
+                "--kbit".into(),
+                options.abr_kbit.to_string(),
+                "--plugin-dir".into(),
+                build.plugin_dir.display().to_string(),
+                "--registry".into(),
+                registry.display().to_string(),
+            ],
+        )?),
+    };
+    let n = n - abr_viewers;
     let clock = WallClock::now();
     let progress = Arc::new(Progress::default());
     let (stop, stopped) = watch::channel(false);
@@ -973,6 +1079,30 @@ fn run_one(
         .collect();
     let late = watched.and_then(|()| wait_watching(&mut sender, LATE_GRACE));
     let logs = collect(tasks);
+    let abr = match players.as_mut() {
+        None => None,
+        Some(players) => {
+            let mut seconds = Vec::new();
+            let mut errors = Vec::new();
+            for line in players.pending_lines()? {
+                match line.text.split_once(' ') {
+                    Some(("second", rest)) => seconds.extend(Second::parse(rest)),
+                    Some(("error", rest)) if errors.len() < 5 => errors.push(rest.to_owned()),
+                    _ => {}
+                }
+            }
+            Some(fanout_abr::summarize(
+                &seconds,
+                abr_viewers,
+                options.abr_kbit,
+                &fanout_abr::ladder(ctx.clip_kbit),
+                from_us,
+                to_us,
+                errors,
+            ))
+        }
+    };
+    drop(players);
     drop(sender);
     drop(relays);
     late?;
@@ -1006,7 +1136,11 @@ fn run_one(
     }
     let ended_after = logs.iter().filter(|l| l.error.is_some()).count();
     Ok(FanoutRun {
-        path: route.name().into(),
+        path: if abr_viewers > 0 {
+            format!("{}-abr", route.name())
+        } else {
+            route.name().into()
+        },
         build: build.label.clone(),
         subscribers: n,
         connected,
@@ -1029,6 +1163,7 @@ fn run_one(
         bad_headers: logs.iter().map(|l| l.bad_headers).sum(),
         subscriber_errors: errors,
         delivery,
+        abr,
     })
 }
 
@@ -1086,6 +1221,12 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         "fan-out clip: {} frames, {:.0} kbit/s",
         clip_facts.frames, clip_facts.kbit
     );
+    let mut renditions = Vec::new();
+    if options.abr_share > 0 {
+        for kbit in fanout_abr::ladder(options.clip_kbit).into_iter().skip(1) {
+            renditions.push((clip(out, kbit)?.0, kbit));
+        }
+    }
     let relay = if options.relay || options.cluster {
         let binary = moq_testkit::relay::find(workspace)?;
         let dir = out.join("fanout-relay");
@@ -1098,6 +1239,8 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         exe: exe.clone(),
         out: out.to_path_buf(),
         clip: clip_path,
+        renditions,
+        clip_kbit: options.clip_kbit,
         runtime: tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("subscribers")
@@ -1107,18 +1250,23 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         relay,
     };
     // Interleaved per N, so a drift of the machine touches every build alike.
-    let mut plan: Vec<(Route, &Build, usize)> = Vec::new();
+    // (route, build, viewers, of which ABR players)
+    let mut plan: Vec<(Route, &Build, usize, usize)> = Vec::new();
     for &n in &options.counts {
         if options.direct {
             for build in &builds {
-                plan.push((Route::Direct, build, n));
+                plan.push((Route::Direct, build, n, 0));
             }
         }
         if options.relay {
-            plan.push((Route::Relay, &builds[0], n));
+            plan.push((Route::Relay, &builds[0], n, 0));
         }
         if options.cluster {
-            plan.push((Route::Cluster, &builds[0], n));
+            plan.push((Route::Cluster, &builds[0], n, 0));
+            let abr = fanout_abr::abr_count(n, options.abr_share);
+            if abr > 0 {
+                plan.push((Route::Cluster, &builds[0], n, abr));
+            }
         }
     }
     let mut report = Report {
@@ -1139,13 +1287,13 @@ pub fn run(out: &Path, workspace: &Path, options: &Options) -> Result<(), String
         let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         std::fs::write(out.join("fanout.json"), json).map_err(|e| e.to_string())
     };
-    for (route, build, n) in plan {
+    for (route, build, n, abr) in plan {
         eprintln!(
-            "== fan-out {} / {}: {n} subscribers",
+            "== fan-out {} / {}: {n} subscribers, {abr} of them ABR players",
             route.name(),
             build.label
         );
-        match run_one(&ctx, route, build, n, options) {
+        match run_one(&ctx, route, build, n, abr, options) {
             Ok(run) => {
                 let d = &run.delivery;
                 eprintln!(
@@ -1296,6 +1444,7 @@ mod tests {
             subscribers_cpu_pct: 50.0,
             bad_headers: 0,
             subscriber_errors: Vec::new(),
+            abr: None,
         }
     }
 

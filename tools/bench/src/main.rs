@@ -19,6 +19,7 @@
 //! (`tools/bench/report.py DIR` renders it as markdown).
 
 mod fanout;
+mod fanout_abr;
 mod metrics;
 mod moq_gst;
 mod reference;
@@ -37,7 +38,7 @@ use crate::systems::System;
 use crate::webrtc::WebRtc;
 
 const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles NAME,..] [--systems NAME,..] [--grid-seconds S] [--max-seconds S] [--no-grid] [--resume] [--moq-gst DIR] [--webrtc DIR]
-       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster] [--clip-kbit N]
+       moq-bench --fanout --out DIR [--counts N,..] [--warmup S] [--measure S] [--sink-plugin-dir DIR [--sink-label NAME]] [--no-relay] [--no-direct] [--cluster] [--clip-kbit N] [--abr-share PCT [--abr-kbit K]]
 
   --out DIR          where results go (created)
   --quick            one short profile (pipelines/profiles/quick.json), our four modes, once
@@ -79,6 +80,11 @@ const USAGE: &str = "usage: moq-bench --out DIR [--quick] [--reps N] [--profiles
   --cluster          also run through a cluster of three moq-relay nodes: the sender publishes
                      to the first, the subscribers go to the nodes in turn; per-node CPU and RSS
   --clip-kbit N      the clip's bitrate (default 1000)
+  --abr-share PCT    with --cluster: the sender publishes the clip at N, N/2 and N/4 kbit/s
+                     (alternates), and each cluster run is repeated with PCT % of the viewers
+                     being players (moqsrc abr=auto, in a child process), each behind its own
+                     link of K kbit/s; what they play is a line under the run's
+  --abr-kbit K       the ABR players' link rate (default 300)
 
 Needs moqsink/moqsrc next to the binary (cargo build --release) and GStreamer with x264,
 libav and SRT elements; plots need /usr/bin/python3 with matplotlib.";
@@ -210,6 +216,18 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                     _ => return Err("--clip-kbit: kbit/s from 50 to 20000".into()),
                 }
             }
+            "--abr-share" => {
+                fanout.abr_share = match value()?.parse() {
+                    Ok(pct) if pct <= 90 => pct,
+                    _ => return Err("--abr-share: percent from 0 to 90".into()),
+                }
+            }
+            "--abr-kbit" => {
+                fanout.abr_kbit = match value()?.parse() {
+                    Ok(kbit) if (50..=100_000).contains(&kbit) => kbit,
+                    _ => return Err("--abr-kbit: kbit/s from 50 to 100000".into()),
+                }
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -227,12 +245,17 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 | "--no-direct"
                 | "--cluster"
                 | "--clip-kbit"
+                | "--abr-share"
+                | "--abr-kbit"
         ) {
             fanout_flag = Some(flag);
         }
     }
     match (fanout_wanted, fanout_flag) {
         (true, _) => {
+            if fanout.abr_share > 0 && !fanout.cluster {
+                return Err("--abr-share goes with --cluster".into());
+            }
             fanout.other_sink = sink_dir.map(|dir| (sink_label, dir));
             o.fanout = Some(fanout);
         }
@@ -363,6 +386,10 @@ fn main_inner() -> Result<(), String> {
     if args.peek().map(String::as_str) == Some("fanout-sender") {
         args.next();
         return fanout::sender_main(args);
+    }
+    if args.peek().map(String::as_str) == Some("fanout-abr-viewers") {
+        args.next();
+        return fanout_abr::viewers_main(args);
     }
     let options = parse(args)?;
     let root = workspace_root()?;
@@ -635,6 +662,15 @@ mod tests {
             .unwrap();
         assert_eq!(f.clip_kbit, 300);
         assert!(parse(args("--out x --fanout --clip-kbit 10")).is_err());
+        let f = parse(args(
+            "--fanout --out x --cluster --abr-share 10 --abr-kbit 250",
+        ))
+        .unwrap()
+        .fanout
+        .unwrap();
+        assert_eq!((f.abr_share, f.abr_kbit), (10, 250));
+        assert!(parse(args("--fanout --out x --abr-share 10")).is_err());
+        assert!(parse(args("--fanout --out x --cluster --abr-share 95")).is_err());
         assert!(
             parse(args("--out x --cluster"))
                 .unwrap_err()

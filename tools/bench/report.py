@@ -1327,8 +1327,8 @@ def fanout_abr(runs):
         "the raw subscribers of the run beside the same N without players:",
         "",
         "| N | players | link (kbit/s) | ladder (kbit/s) | frames % (median, lowest) | renditions (% of player-seconds) "
-        "| switches | latency p95 (ms, median, max) | raw p99 (ms) with / without | raw lost with / without |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| switches | latency p95 (ms, median, max) | players' CPU % | raw p99 (ms) with / without | raw lost with / without |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in with_abr:
         a = r["abr"]
@@ -1342,6 +1342,7 @@ def fanout_abr(runs):
             f"| {n} | {a['count']} | {a['link_kbit']} | {' / '.join(str(k) for k in a['ladder_kbit'])} "
             f"| {fmt(a.get('frames_pct_median'), 0)}, {fmt(a.get('frames_pct_min'), 0)} | {renditions or '–'} "
             f"| {a['switches']} | {fmt(a.get('p95_ms_median'), 0)}, {fmt(a.get('p95_ms_max'), 0)} "
+            f"| {fmt(a.get('cpu_pct'), 1)} "
             f"| {fmt(r.get('latency_p99_ms'), 1)} / {fmt(alone.get('latency_p99_ms') if alone else None, 1)} "
             f"| {r['frames_lost']} / {alone['frames_lost'] if alone else '–'} |"
         )

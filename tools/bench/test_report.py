@@ -354,12 +354,13 @@ class FanoutAbr(unittest.TestCase):
             "switches": 3,
             "p95_ms_median": 180.0,
             "p95_ms_max": 420.0,
+            "cpu_pct": 11.5,
         }
         mixed = dict(plain, path="cluster-abr", subscribers=180, latency_p99_ms=33.5, frames_lost=2, abr=players)
         md = report.fanout_abr([plain, mixed])
         row = md[4]
         self.assertTrue(row.startswith("| 200 | 20 | 300 | 1000 / 500 / 250 | 100, 97 | video-2 92, video-1 8 | 3 |"), row)
-        self.assertTrue(row.endswith("| 33.5 / 30.0 | 2 / 0 |"), row)
+        self.assertTrue(row.endswith("| 180, 420 | 11.5 | 33.5 / 30.0 | 2 / 0 |"), row)
         self.assertEqual(report.fanout_abr([plain]), [])
 
 

@@ -1053,6 +1053,7 @@ fn run_one(
         .map(|p| cpu(*p))
         .collect::<Result<Vec<_>, _>>()?;
     let own_cpu0 = cpu_seconds(libc::RUSAGE_SELF);
+    let players_cpu0 = players.as_ref().and_then(|p| process_cpu_s(p.pid()));
     let sender_rss = RssSampler::start(sender.pid(), Duration::from_secs(1));
     let relay_rss: Vec<RssSampler> = relay_pids
         .iter()
@@ -1068,6 +1069,10 @@ fn run_one(
         .map(|(pid, before)| cpu(*pid).map(|c| c - before))
         .collect();
     let own_cpu = cpu_seconds(libc::RUSAGE_SELF) - own_cpu0;
+    let players_cpu_pct = players
+        .as_ref()
+        .and_then(|p| Some(process_cpu_s(p.pid())? - players_cpu0?))
+        .map(|cpu_s| core_pct(cpu_s, wall_s));
     sender_rss.sample_now();
     let sender_mb = sender_rss.max_since(started).map(moq_testkit::proc::mb);
     let relay_mb: Vec<Option<f64>> = relay_rss
@@ -1091,15 +1096,18 @@ fn run_one(
                     _ => {}
                 }
             }
-            Some(fanout_abr::summarize(
-                &seconds,
-                abr_viewers,
-                options.abr_kbit,
-                &fanout_abr::ladder(ctx.clip_kbit),
-                from_us,
-                to_us,
+            Some(AbrViewers {
+                cpu_pct: players_cpu_pct,
                 errors,
-            ))
+                ..fanout_abr::summarize(
+                    &seconds,
+                    abr_viewers,
+                    options.abr_kbit,
+                    &fanout_abr::ladder(ctx.clip_kbit),
+                    from_us,
+                    to_us,
+                )
+            })
         }
     };
     drop(players);

@@ -107,6 +107,8 @@ pub struct AbrViewers {
     pub p95_ms_max: Option<f64>,
     /// Viewers that reported nothing in the window.
     pub silent: usize,
+    /// Their process (players and links) in % of one core over the window.
+    pub cpu_pct: Option<f64>,
     pub errors: Vec<String>,
 }
 
@@ -118,7 +120,8 @@ fn median(values: &mut [f64]) -> Option<f64> {
     Some(values[values.len() / 2])
 }
 
-/// The figures of `count` viewers from their `seconds` within `[from_us, to_us)`.
+/// The figures of `count` viewers from their `seconds` within `[from_us, to_us)` (their
+/// CPU and errors are the caller's to fill in).
 pub fn summarize(
     seconds: &[Second],
     count: usize,
@@ -126,7 +129,6 @@ pub fn summarize(
     ladder_kbit: &[u32],
     from_us: i64,
     to_us: i64,
-    errors: Vec<String>,
 ) -> AbrViewers {
     let window: Vec<&Second> = seconds
         .iter()
@@ -179,7 +181,8 @@ pub fn summarize(
         p95_ms_median: median(&mut p95),
         p95_ms_max: p95_max,
         silent,
-        errors,
+        cpu_pct: None,
+        errors: Vec::new(),
     }
 }
 
@@ -193,7 +196,8 @@ pub fn table_line(a: &AbrViewers) -> String {
         .collect();
     format!(
         "  ABR viewers: {} behind {} kbit/s (ladder {:?} kbit/s): frames {}% median, {}% lowest; \
-         renditions {}; {} switches; latency p95 {} ms median, {} ms max; {} silent{}\n",
+         renditions {}; {} switches; latency p95 {} ms median, {} ms max; {} silent; \
+         their process {}% CPU{}\n",
         a.count,
         a.link_kbit,
         a.ladder_kbit,
@@ -204,6 +208,7 @@ pub fn table_line(a: &AbrViewers) -> String {
         opt(a.p95_ms_median),
         opt(a.p95_ms_max),
         a.silent,
+        opt(a.cpu_pct),
         if a.errors.is_empty() {
             String::new()
         } else {
@@ -362,15 +367,7 @@ mod tests {
             seconds.push(second(1, s, rendition, 12 * s as u64, 300.0));
         }
         seconds.push(second(1, 20, "video", 0, 5000.0));
-        let a = summarize(
-            &seconds,
-            3,
-            300,
-            &[1000, 500, 250],
-            5_000_000,
-            16_000_000,
-            vec![],
-        );
+        let a = summarize(&seconds, 3, 300, &[1000, 500, 250], 5_000_000, 16_000_000);
         assert_eq!(a.frames_pct_min, Some(50.0));
         assert_eq!(a.frames_pct_median, Some(100.0));
         assert_eq!(a.switches, 1);
@@ -384,5 +381,10 @@ mod tests {
         assert!((video1.1 - 100.0 * 3.0 / 22.0).abs() < 1e-9);
         assert_eq!(a.p95_ms_max, Some(300.0));
         assert!(table_line(&a).contains("1 switches"));
+        let a = AbrViewers {
+            cpu_pct: Some(12.0),
+            ..a
+        };
+        assert!(table_line(&a).contains("12% CPU"));
     }
 }

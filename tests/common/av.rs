@@ -393,9 +393,10 @@ pub fn skew(sender: &AvSender, video: &PadRecord, audio: &PadRecord) -> Skew {
     }
 }
 
-/// A/V skew, ms, of every video frame output `settle` or more after the first one,
-/// against the audio frame nearest to it in the sender's time: how much further apart
-/// (or closer) the receiver put them than the sender had them.
+/// A/V skew, ms, of every video frame output `settle` or more after the first one: at
+/// the frame's timestamp, how far the sender's time of the audio playing then is from the
+/// frame's (positive: the picture is late). Frames that fall into a hole in the audio
+/// are left out (holes are checked on their own).
 fn av_skew_ms(
     sent_video: &[SentFrame],
     video: &[OutFrame],
@@ -404,10 +405,6 @@ fn av_skew_ms(
     settle: Duration,
 ) -> Vec<f64> {
     let sent_pts = |sent: &[SentFrame], o: &OutFrame| sent.get(o.offset as usize).map(|s| s.pts_us);
-    let audio: Vec<(i64, i64)> = audio
-        .iter()
-        .filter_map(|o| Some((sent_pts(sent_audio, o)?, o.pts_us)))
-        .collect();
     let Some(start) = video.first().map(|v| v.pts_us) else {
         return Vec::new();
     };
@@ -417,11 +414,11 @@ fn av_skew_ms(
         .filter(|v| v.pts_us >= start + settle_us)
         .filter_map(|v| {
             let sv = sent_pts(sent_video, v)?;
-            let (sa, ra) = audio
+            let playing = audio
                 .iter()
-                .min_by_key(|(sa, _)| (sa - sv).abs())
-                .filter(|(sa, _)| (sa - sv).abs() <= 50_000)?;
-            Some(((v.pts_us - ra) - (sv - sa)) as f64 / 1000.0)
+                .find(|a| a.pts_us <= v.pts_us && v.pts_us < a.pts_us + a.duration_us)?;
+            let heard = sent_pts(sent_audio, playing)? + (v.pts_us - playing.pts_us);
+            Some((heard - sv) as f64 / 1000.0)
         })
         .collect()
 }

@@ -484,7 +484,7 @@ impl<T> Player<T> {
             }
             if !jump
                 && t.kind == MediaKind::Audio
-                && self.timeline.drain_audio(frame.arrival, h.duration)
+                && self.timeline.drain_audio(h.dts, frame.arrival, h.duration)
             {
                 self.drained_ns = self
                     .drained_ns
@@ -493,7 +493,10 @@ impl<T> Player<T> {
                 continue;
             }
             if !jump {
-                match self.timeline.adapt(t.kind, frame.arrival, h.duration) {
+                match self
+                    .timeline
+                    .adapt(t.kind, h.dts, frame.arrival, h.duration)
+                {
                     Some(Adapted::Grew(ns)) => {
                         self.grows += 1;
                         self.grown_ns = self.grown_ns.saturating_add(ns);

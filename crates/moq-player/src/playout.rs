@@ -40,12 +40,24 @@ pub struct Stamped {
     pub late: bool,
 }
 
+/// Earlier mappings kept at most (see [`PlayoutClock::set_keeps_earlier`]).
+const MAX_EARLIER: usize = 16;
+
 /// The media → running-time mapping of one broadcast, shared by all its tracks so they
 /// stay in sync: a re-anchor on one track moves every track.
+///
+/// When tracks arrive far apart (audio led by a second ahead of congested video), the
+/// one ahead may move the timeline later while the one behind has yet to play media the
+/// other already played. The clock can then keep the mapping each stretch of media was
+/// played with, so the same media time gets the same slot on every track.
 #[derive(Debug, Clone)]
 pub struct PlayoutClock {
     latency_ns: u64,
+    /// The mapping of media from its media time on.
     anchor: Option<Anchor>,
+    /// The mappings before it, oldest first, each up to the next one's media time.
+    earlier: VecDeque<Anchor>,
+    keeps_earlier: bool,
     /// Anchors set so far: a track that saw an older one is told of the discontinuity.
     anchors: u64,
     /// Resets so far: a track's last stamp from before the latest one means nothing.
@@ -67,6 +79,8 @@ impl PlayoutClock {
         PlayoutClock {
             latency_ns,
             anchor: None,
+            earlier: VecDeque::new(),
+            keeps_earlier: false,
             anchors: 0,
             resets: 0,
         }
@@ -75,7 +89,47 @@ impl PlayoutClock {
     /// Forgets the timeline; the next frame of any track plays at once.
     pub fn reset(&mut self) {
         self.anchor = None;
+        self.earlier.clear();
         self.resets += 1;
+    }
+
+    /// Whether a move of the timeline later (a rebuffer, a shift) applies only from the
+    /// media that moved it on, media before keeping the slots it had: for a track that
+    /// trails the one that moved it, so it meets its media where the other played it.
+    pub fn set_keeps_earlier(&mut self, keeps: bool) {
+        self.keeps_earlier = keeps;
+        if !keeps {
+            self.earlier.clear();
+        }
+    }
+
+    /// The mapping of media time `media`.
+    fn anchor_of(&self, media: i64) -> Option<Anchor> {
+        let current = self.anchor?;
+        if media >= current.media {
+            return Some(current);
+        }
+        let before = self.earlier.iter().rev().find(|a| a.media <= media);
+        Some(*before.or(self.earlier.front()).unwrap_or(&current))
+    }
+
+    /// Makes `anchor` the current mapping. Kept, the current one maps the media before;
+    /// any mapping of media at or after the new anchor's goes.
+    fn set_anchor(&mut self, anchor: Anchor, keep: bool) {
+        if !(keep && self.keeps_earlier) {
+            self.earlier.clear();
+        } else if let Some(current) = self.anchor {
+            while self.earlier.back().is_some_and(|a| a.media >= anchor.media) {
+                self.earlier.pop_back();
+            }
+            if current.media < anchor.media {
+                self.earlier.push_back(current);
+                if self.earlier.len() > MAX_EARLIER {
+                    self.earlier.pop_front();
+                }
+            }
+        }
+        self.anchor = Some(anchor);
     }
 
     fn map(anchor: Anchor, media: i64) -> Option<u64> {
@@ -85,7 +139,7 @@ impl PlayoutClock {
 
     /// Running time of media time `media` on the current timeline.
     pub fn slot(&self, media: i64) -> Option<u64> {
-        Self::map(self.anchor?, media)
+        Self::map(self.anchor_of(media)?, media)
     }
 
     /// The timeline's offset: running time − media time, ns; `None` before an anchor.
@@ -95,10 +149,28 @@ impl PlayoutClock {
         Some(running.saturating_sub(a.media.saturating_mul(NS_PER_UNIT)))
     }
 
-    /// Moves every slot by `by_ns` (later when positive) without re-anchoring: playback
-    /// holds, or catches up, by that much.
-    pub fn shift(&mut self, by_ns: i64) {
-        if let Some(a) = &mut self.anchor {
+    /// Moves the slots of media from `media` on by `by_ns` (later when positive) without
+    /// re-anchoring: playback holds, or catches up, by that much. Media before keeps its
+    /// slots if the clock [keeps earlier mappings](Self::set_keeps_earlier), else moves
+    /// too.
+    pub fn shift_from(&mut self, media: i64, by_ns: i64) {
+        let Some(current) = self.anchor else {
+            return;
+        };
+        if self.keeps_earlier && media > current.media {
+            if let Some(running) = Self::map(current, media) {
+                let running = running.saturating_add_signed(by_ns);
+                self.set_anchor(Anchor { media, running }, true);
+            }
+            return;
+        }
+        let keeps = self.keeps_earlier;
+        let moved = self.anchor.iter_mut().chain(
+            self.earlier
+                .iter_mut()
+                .filter(|a| !keeps || a.media >= media),
+        );
+        for a in moved {
             a.running = a.running.saturating_add_signed(by_ns);
         }
     }
@@ -173,10 +245,7 @@ impl PlayoutClock {
                 ..TrackPlayout::default()
             };
         }
-        let slot = self
-            .anchor
-            .filter(|_| anchoring != Anchoring::Always)
-            .and_then(|a| Self::map(a, dts));
+        let slot = self.slot(dts).filter(|_| anchoring != Anchoring::Always);
         let on_time = |running: &u64| running.saturating_add(self.latency_ns) >= now;
         let late = slot.as_ref().is_some_and(|r| !on_time(r));
         let kept = match anchoring {
@@ -186,10 +255,16 @@ impl PlayoutClock {
         let (dts_running, reanchored) = match kept {
             Some(running) => (running, false),
             None => {
-                self.anchor = Some(Anchor {
-                    media: dts,
-                    running: now,
-                });
+                // A rebuffer moves the media from this frame on; a jump or a first
+                // frame starts the timeline over.
+                let rebuffer = anchoring == Anchoring::WhenLate && self.anchor.is_some();
+                self.set_anchor(
+                    Anchor {
+                        media: dts,
+                        running: now,
+                    },
+                    rebuffer,
+                );
                 self.anchors += 1;
                 (now, true)
             }
@@ -200,9 +275,17 @@ impl PlayoutClock {
         let dts_running = track.last_dts.map_or(dts_running, |l| dts_running.max(l));
         track.last_dts = Some(dts_running);
         let pts_offset = (pts.saturating_sub(dts).max(0) as u64).saturating_mul(NS_PER_UNIT as u64);
+        let mut pts_running = dts_running.saturating_add(pts_offset);
+        // A frame shown after a move its decoding preceded (a reference frame before
+        // B-frames) is shown where the other tracks play that moment.
+        if self.keeps_earlier
+            && let Some(slot) = self.slot(pts)
+        {
+            pts_running = slot.max(dts_running);
+        }
         Stamped {
             dts: dts_running,
-            pts: dts_running.saturating_add(pts_offset),
+            pts: pts_running,
             discont,
             reanchored,
             late: late && !reanchored,
@@ -255,6 +338,13 @@ const DRAIN_MIN_NS: i64 = 20_000_000;
 /// audio a frame dropped at most this often. A few percent is not seen or heard.
 const DRAIN_SHARE: f64 = 0.06;
 
+/// While audio leads, it grows the timeline by at most this much at a time: each growth
+/// is a hole in the sound, and one this short is barely heard, where waiting until a
+/// frame is later than the latency allows cuts one of the whole latency.
+const AUDIO_GROW_STEP_NS: i64 = 40_000_000;
+/// And no sooner than this after the previous growth.
+const AUDIO_GROW_SPACING_NS: u64 = 100_000_000;
+
 /// What an adaptive step did to the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adapted {
@@ -282,6 +372,8 @@ struct Needs {
     by_kind: [Option<Need>; 2],
     /// When audio last gave a frame up to drain, running time ns.
     audio_drained_at: Option<u64>,
+    /// When audio last grew the timeline, running time ns.
+    audio_grown_at: Option<u64>,
 }
 
 fn kind_index(kind: MediaKind) -> usize {
@@ -293,9 +385,12 @@ fn kind_index(kind: MediaKind) -> usize {
 
 /// A broadcast's timeline: which track may move the shared [`PlayoutClock`], and when.
 ///
-/// With skip-forward and an audio track, audio leads: it plays as its slots come,
-/// re-anchoring only when it is late itself, and video follows its timeline (a late
-/// video frame keeps its slot), so audio never waits for video. A video jump moves the
+/// With skip-forward and an audio track, audio leads: it plays as its slots come, moving
+/// the timeline later only for itself (adaptive: in short steps as its own frames come
+/// later; else when one is later than the latency allows), and video follows its
+/// timeline (a late video frame keeps its slot), so audio never waits for video. Video
+/// that trails the audio meets each moment's media where the audio played it: a move
+/// later applies from the audio that made it on. A video jump moves the
 /// timeline only when that brings playback earlier (latency built up behind a congested
 /// link), by no more than the audio came early over the last seconds (or the next audio
 /// as late would rebuffer); audio then drops what would overlap its output and goes on
@@ -375,19 +470,18 @@ impl Timeline {
     /// is the floor of the buffering: the fastest frames wait that long downstream.
     pub fn target(&self) -> Option<i64> {
         let needs = self.adaptive.as_ref()?;
+        let need = needs.by_kind.iter().flatten().map(|n| self.aim(n)).max()?;
+        Some(need.max(self.floor()?))
+    }
+
+    /// The offset that has a track's frames on time with the downstream buffering.
+    fn aim(&self, need: &Need) -> i64 {
         let tolerance =
             i64::try_from(self.clock.latency_ns.saturating_sub(PROCESSING_NS)).unwrap_or(i64::MAX);
-        let need = needs
-            .by_kind
-            .iter()
-            .flatten()
-            .map(|n| {
-                n.offset
-                    .saturating_add(NEED_MARGIN_NS)
-                    .saturating_sub(tolerance)
-            })
-            .max()?;
-        Some(need.max(self.floor()?))
+        need.offset
+            .saturating_add(NEED_MARGIN_NS)
+            .saturating_sub(tolerance)
+            .max(need.floor)
     }
 
     /// Whether audio played lately: then audio drains the timeline, by dropping frames,
@@ -397,20 +491,29 @@ impl Timeline {
             .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
     }
 
-    /// Before a frame of `kind` (`duration_us` long) is stamped at `now`: an adaptive
-    /// timeline grows at once to what the frames need, or, once every track's need has
-    /// settled, drains towards it by a few percent of each video frame's time. With audio
-    /// playing, audio drains it instead ([`Timeline::drain_audio`]) and video follows.
-    pub fn adapt(&mut self, kind: MediaKind, now: u64, duration_us: u64) -> Option<Adapted> {
+    /// Before a frame of `kind` with media time `dts` (`duration_us` long) is stamped at
+    /// `now`: an adaptive timeline grows at once to what the frames need, or, once every
+    /// track's need has settled, drains towards it by a few percent of each video frame's
+    /// time. With audio playing, audio drains it instead ([`Timeline::drain_audio`]) and
+    /// video follows.
+    pub fn adapt(
+        &mut self,
+        kind: MediaKind,
+        dts: i64,
+        now: u64,
+        duration_us: u64,
+    ) -> Option<Adapted> {
         let offset = self.clock.offset()?;
-        // While audio leads it grows the timeline itself, only when a frame of its own
-        // comes later than the latency allows: every growth is a hole in the sound.
-        if !self.audio_leading(now)
-            && let Some(grow_to) = self.target()
+        if self.audio_leading(now) {
+            return (kind == MediaKind::Audio)
+                .then(|| self.grow_for_audio(dts, now, offset))
+                .flatten();
+        }
+        if let Some(grow_to) = self.target()
             && grow_to.saturating_sub(offset) > GROW_MIN_NS
         {
             let by = grow_to.saturating_sub(offset);
-            self.clock.shift(by);
+            self.clock.shift_from(dts, by);
             return Some(Adapted::Grew(by as u64));
         }
         if kind != MediaKind::Video || self.audio_playing(now) || !self.settled(now) {
@@ -423,16 +526,36 @@ impl Timeline {
         let step = (duration_us.saturating_mul(NS_PER_UNIT as u64) as f64 * DRAIN_SHARE) as i64;
         let by = excess.min(step);
         (by > 0).then(|| {
-            self.clock.shift(-by);
+            self.clock.shift_from(dts, -by);
             Adapted::Drained(by as u64)
         })
+    }
+
+    /// While audio leads: grows the timeline, before the audio frame of media time `dts`,
+    /// towards what the audio's own frames need, in steps short enough not to be heard
+    /// as a hole. Only audio's need counts: video that trails it follows and does not
+    /// hold the sound back.
+    fn grow_for_audio(&mut self, dts: i64, now: u64, offset: i64) -> Option<Adapted> {
+        let needs = self.adaptive.as_ref()?;
+        let need = needs.by_kind[kind_index(MediaKind::Audio)]?;
+        let recent = needs
+            .audio_grown_at
+            .is_some_and(|at| now < at.saturating_add(AUDIO_GROW_SPACING_NS));
+        let excess = self.aim(&need).saturating_sub(offset);
+        if recent || excess <= GROW_MIN_NS {
+            return None;
+        }
+        let by = excess.min(AUDIO_GROW_STEP_NS);
+        self.adaptive.as_mut()?.audio_grown_at = Some(now);
+        self.clock.shift_from(dts, by);
+        Some(Adapted::Grew(by as u64))
     }
 
     /// Whether the audio frame (`duration_us` long) due at `now` is to be dropped to
     /// drain an adaptive timeline that is later than the tracks need: the slots move
     /// earlier by its duration with it, so the audio goes on without a hole. One frame
     /// at most per [`DRAIN_SHARE`] of the media time.
-    pub fn drain_audio(&mut self, now: u64, duration_us: u64) -> bool {
+    pub fn drain_audio(&mut self, dts: i64, now: u64, duration_us: u64) -> bool {
         let (Some(offset), Some(target)) = (self.clock.offset(), self.target()) else {
             return false;
         };
@@ -454,7 +577,7 @@ impl Timeline {
             return false;
         }
         needs.audio_drained_at = Some(now);
-        self.clock.shift(-(duration as i64));
+        self.clock.shift_from(dts, -(duration as i64));
         true
     }
 
@@ -472,6 +595,7 @@ impl Timeline {
     /// Lets audio lead (skip-forward with an audio track) or not.
     pub fn set_audio_leads(&mut self, leads: bool) {
         self.audio_leads = leads;
+        self.clock.set_keeps_earlier(leads);
     }
 
     /// Forgets the timeline; the next frame of any track plays at once.
@@ -640,6 +764,44 @@ mod tests {
         let next = clock.stamp(&mut v, 2 * FRAME_US, 2 * FRAME_US, 250 * MS);
         assert!(!next.discont);
         assert_eq!(next.dts, 242 * MS + FRAME_US as u64 * 1000);
+    }
+
+    #[test]
+    fn kept_mappings_leave_media_before_a_move_at_its_slot() {
+        let mut clock = PlayoutClock::new(100 * MS);
+        clock.set_keeps_earlier(true);
+        let mut audio = TrackPlayout::default();
+        clock.stamp(&mut audio, 0, 0, 1000 * MS);
+        // Media 2000 ms comes 200 ms late: it rebuffers, media before keeps its slots.
+        let r = clock.stamp(&mut audio, 2_000_000, 2_000_000, 3200 * MS);
+        assert!(r.reanchored);
+        assert_eq!(clock.slot(1_900_000), Some(2900 * MS));
+        assert_eq!(clock.slot(2_100_000), Some(3300 * MS));
+        // A frame decoded before the move and shown after it is shown on the new slots.
+        let p = clock.stamp(
+            &mut TrackPlayout::default(),
+            1_950_000,
+            2_050_000,
+            2950 * MS,
+        );
+        assert_eq!((p.dts, p.pts), (2950 * MS, 3250 * MS));
+        // A shift from media 2500 ms moves what follows only.
+        clock.shift_from(2_500_000, 30 * MS as i64);
+        assert_eq!(clock.slot(2_400_000), Some(3600 * MS));
+        assert_eq!(clock.slot(2_500_000), Some(3730 * MS));
+        assert_eq!(clock.offset(), Some(1230 * MS as i64));
+        for i in 0..100 {
+            clock.shift_from(3_000_000 + i * 1_000, 1);
+        }
+        assert_eq!(clock.earlier.len(), MAX_EARLIER);
+        // Not kept, a shift moves every slot, and a jump starts over.
+        clock.set_keeps_earlier(false);
+        clock.shift_from(5_000_000, 10 * MS as i64);
+        assert_eq!(clock.slot(0), Some((1000 + 230 + 10) * MS + 100));
+        clock.set_keeps_earlier(true);
+        clock.stamp(&mut audio, 9_000_000, 9_000_000, 20_000 * MS);
+        clock.stamp_with(&mut audio, 10_000_000, 10_000_000, 20_100 * MS, true);
+        assert_eq!(clock.slot(0), Some(10_100 * MS));
     }
 
     #[test]
@@ -1016,10 +1178,13 @@ mod tests {
             settled: true,
         };
         timeline.set_need(MediaKind::Video, Some(need(300)));
-        assert_eq!(timeline.adapt(MediaKind::Video, 4900 * MS, 41_667), None);
+        assert_eq!(
+            timeline.adapt(MediaKind::Video, 4_000_000, 4900 * MS, 41_667),
+            None
+        );
         assert_eq!(timeline.offset(), Some(1000 * MS as i64));
         // Once audio stopped playing over a second ago, the video grows the timeline.
-        let grown = timeline.adapt(MediaKind::Video, 6100 * MS, 41_667);
+        let grown = timeline.adapt(MediaKind::Video, 4_100_000, 6100 * MS, 41_667);
         assert!(matches!(grown, Some(Adapted::Grew(_))), "{grown:?}");
     }
 

@@ -649,3 +649,92 @@ fn audio_drains_without_holes_and_stays_with_the_video() {
     let end = sim.mean_latency_ms(a, 15_000, 20_000);
     assert!(end < 250.0, "audio latency came back: {end}");
 }
+
+/// Audio's path delay, ms, for its frame `i`: 300 ms for 3 s, then climbing 200 ms a
+/// second for 4.5 s (a queue building on a congested link), then level.
+fn climbing_audio_delay(i: u64) -> u64 {
+    300 + (i * 20).saturating_sub(3_000).min(4_500) / 5
+}
+
+/// Video a second behind its audio (congested, while the relay forwards audio first),
+/// audio's delay climbing: returns the sim run for 12 s of video, and its tracks.
+fn video_trailing_climbing_audio(adaptive: bool) -> (Sim, TrackId, TrackId) {
+    let mut sim = Sim::with(100, true, adaptive);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..288, |i| {
+        (climbing_audio_delay(i * VIDEO_FRAME_US as u64 / 20_000) + 1_000) * MS
+    });
+    // Audio goes on past the video's end: video this far behind a track that ended
+    // would lead the timeline itself.
+    sim.audio(a, 0..700, |i| climbing_audio_delay(i) * MS);
+    sim.run_until(16_000 * MS);
+    (sim, v, a)
+}
+
+/// Holes in a track's output over `over_ms`: where a frame starts later than the one
+/// before ended, ms.
+fn audio_holes_ms(audio: &[Out], over_ms: u64) -> Vec<f64> {
+    audio
+        .windows(2)
+        .map(|w| {
+            w[1].dts
+                .saturating_sub(w[0].dts + AUDIO_FRAME_US as u64 * 1_000)
+        })
+        .filter(|hole| *hole > over_ms * MS)
+        .map(|hole| hole as f64 / MS as f64)
+        .collect()
+}
+
+/// The largest A/V skew, ms: at each video frame's slot, how far the media of the audio
+/// playing then is from the frame's (frames that fall into a hole in the audio aside).
+fn worst_skew_ms(video: &[Out], audio: &[Out]) -> f64 {
+    let frame_ns = AUDIO_FRAME_US as u64 * 1_000;
+    video
+        .iter()
+        .filter_map(|o| {
+            let x = audio
+                .iter()
+                .find(|x| x.dts <= o.dts && o.dts < x.dts + frame_ns)?;
+            let heard = x.media * 1_000 + (o.dts - x.dts) as i64;
+            Some((heard - o.media * 1_000).abs())
+        })
+        .max()
+        .unwrap_or(0) as f64
+        / MS as f64
+}
+
+#[test]
+fn video_trailing_its_audio_meets_it_where_the_audio_played_across_rebuffers() {
+    // A fixed playout: the climbing audio rebuffers, each time moving the timeline later
+    // under media the trailing video has yet to play.
+    let (sim, v, a) = video_trailing_climbing_audio(false);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    let rebuffers = sim.player.stats(a).rebuffers;
+    assert!(rebuffers >= 3, "audio rebuffered {rebuffers} times");
+    assert!(video.len() > 250, "video output {} frames", video.len());
+    let skew = worst_skew_ms(&video, &audio);
+    assert!(skew <= 1.0, "A/V skew {skew} ms over {rebuffers} rebuffers");
+}
+
+#[test]
+fn audio_grows_an_adaptive_timeline_in_steps_too_short_to_hear_as_holes() {
+    let (fixed, _, fixed_audio) = video_trailing_climbing_audio(false);
+    let fixed_holes = audio_holes_ms(&fixed.outputs(fixed_audio), 60);
+    let (sim, v, a) = video_trailing_climbing_audio(true);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    let holes = audio_holes_ms(&audio, 45);
+    let playout = sim.player.playout().expect("adaptive playout");
+    // With a fixed playout each rebuffer cuts a hole of the whole latency; growing ahead
+    // of the delay, the adaptive one leaves none over 45 ms, and nothing is late.
+    assert!(!fixed_holes.is_empty(), "the fixed playout left no hole");
+    assert!(
+        holes.is_empty(),
+        "holes {holes:?} ms (fixed: {fixed_holes:?})"
+    );
+    assert!(playout.grows >= 10, "{playout:?}");
+    assert_eq!(sim.player.stats(a).rebuffers, 0);
+    assert_eq!(audio.len(), 700);
+    let skew = worst_skew_ms(&video, &audio);
+    assert!(skew <= 1.0, "A/V skew {skew} ms");
+}

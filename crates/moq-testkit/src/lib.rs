@@ -16,3 +16,11 @@ pub mod peer;
 pub mod proc;
 pub mod relay;
 pub mod roles;
+
+/// A loopback address whose UDP port was free a moment ago: for a child (a relay node,
+/// a sender) that must be told where to listen before it starts.
+pub fn free_local_addr() -> Result<std::net::SocketAddr, String> {
+    std::net::UdpSocket::bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .and_then(|s| s.local_addr())
+        .map_err(|e| format!("no free UDP port: {e}"))
+}

@@ -34,7 +34,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_secs(1);
 
 /// Commands read on stdin; `None` when stdin closed.
-fn stdin_commands() -> mpsc::Receiver<Option<String>> {
+pub fn stdin_commands() -> mpsc::Receiver<Option<String>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -823,13 +823,6 @@ async fn subscriber(
     log
 }
 
-fn free_port() -> Result<u16, String> {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
-}
-
 /// What every run shares.
 struct Context {
     exe: PathBuf,
@@ -871,7 +864,7 @@ fn start_nodes(
     };
     let mut nodes: Vec<(crate::moq_gst::Relay, SocketAddr)> = Vec::new();
     for _ in 0..count {
-        let at = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let at = moq_testkit::free_local_addr()?;
         let join: Vec<String> = match nodes.first() {
             None => Vec::new(),
             Some((_, root)) => vec![

@@ -5,10 +5,8 @@
 //! CPU is not counted with the raw subscribers', and print what each one plays every
 //! second; the runner keeps the seconds of its measurement window.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use gst::prelude::*;
@@ -168,7 +166,7 @@ pub fn summarize(
         count,
         link_kbit,
         ladder_kbit: ladder_kbit.to_vec(),
-        frames_pct_median: median(&mut frames_pct.clone()),
+        frames_pct_median: median(&mut frames_pct),
         frames_pct_min: frames_pct.iter().copied().reduce(f64::min),
         renditions_pct: on
             .into_iter()
@@ -272,16 +270,13 @@ pub fn viewers_main(args: impl Iterator<Item = String>) -> Result<(), String> {
         links.push(link);
         players.push(pipeline);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            for _ in std::io::stdin().lock().lines().map_while(Result::ok) {}
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    let commands = moq_testkit::roles::stdin_commands();
     let mut reported = vec![false; count];
-    while !stop.load(Ordering::Relaxed) {
+    // Until stdin closes: no command is taken.
+    while !matches!(
+        commands.try_recv(),
+        Ok(None) | Err(std::sync::mpsc::TryRecvError::Disconnected)
+    ) {
         std::thread::sleep(SAMPLE_EVERY);
         let mut out = std::io::stdout().lock();
         for (i, pipeline) in players.iter().enumerate() {

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,13 +32,6 @@ pub fn unix_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)
-}
-
-fn free_port() -> Result<u16, String> {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
 }
 
 /// CPU time (user + system) of this process or of its waited-for children, s.
@@ -581,7 +574,7 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
     let (shaped, reverse) = (Some(spec.profile.clone()), spec.profile.reverse().cloned());
     let direction = spec.system.direction();
-    let endpoint = local(free_port()?);
+    let endpoint = moq_testkit::free_local_addr()?;
     let link = Link::start(LinkConfig {
         listen: local(0),
         forward: endpoint,

@@ -7,7 +7,7 @@
 //! What is bounded: the memory of the sender and of the node that stays up, and the
 //! continuous viewer's frames (each once, in order, nearly all of them).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -124,12 +124,6 @@ impl MixedReport {
     }
 }
 
-fn free_addr() -> Result<SocketAddr, String> {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map_err(|e| format!("no free port: {e}"))
-}
-
 /// The broadcast's root on a node, with its certificate pinned (for `backup-urls`).
 fn pinned(at: SocketAddr, fingerprint: &str) -> String {
     format!("moqt://{at}/{RELAY_ROOT}?tls-fingerprint={fingerprint}")
@@ -154,7 +148,13 @@ fn start_cluster(
                 fingerprint.into(),
             ]);
         }
-        nodes.push(Relay::start(binary, free_addr()?, cert, key, &more)?);
+        nodes.push(Relay::start(
+            binary,
+            moq_testkit::free_local_addr()?,
+            cert,
+            key,
+            &more,
+        )?);
     }
     Ok(nodes)
 }
@@ -204,7 +204,7 @@ pub fn mixed(opts: &MixedOptions) -> Result<MixedReport, String> {
     )?;
     viewer.wait_first_frame(START_TIMEOUT)?;
     let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().map_err(|_| "an address")?,
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         forward: addrs[0],
         downstream: Some(linkem::Profile::constant(
             opts.congested_kbit,

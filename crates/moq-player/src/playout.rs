@@ -271,18 +271,21 @@ impl PlayoutClock {
         };
         let discont = reanchored || track.anchors != self.anchors;
         track.anchors = self.anchors;
-        // Decode timestamps must never go backwards, whatever the sender did.
-        let dts_running = track.last_dts.map_or(dts_running, |l| dts_running.max(l));
-        track.last_dts = Some(dts_running);
         let pts_offset = (pts.saturating_sub(dts).max(0) as u64).saturating_mul(NS_PER_UNIT as u64);
-        let mut pts_running = dts_running.saturating_add(pts_offset);
+        let mut shown = dts_running.saturating_add(pts_offset);
         // A frame shown after a move its decoding preceded (a reference frame before
         // B-frames) is shown where the other tracks play that moment.
         if self.keeps_earlier
             && let Some(slot) = self.slot(pts)
         {
-            pts_running = slot.max(dts_running);
+            shown = slot;
         }
+        // Decode timestamps must never go backwards, whatever the sender did (or a
+        // receiver that derived them in arrival order); the frame is still shown at its
+        // slot, unless that would precede its decoding.
+        let dts_running = track.last_dts.map_or(dts_running, |l| dts_running.max(l));
+        track.last_dts = Some(dts_running);
+        let pts_running = shown.max(dts_running);
         Stamped {
             dts: dts_running,
             pts: pts_running,
@@ -828,6 +831,22 @@ mod tests {
         assert!(back.dts >= j.dts);
         clock.reset();
         assert!(clock.stamp(&mut v, 0, 0, 600 * MS).discont);
+    }
+
+    #[test]
+    fn a_decode_timestamp_raised_to_keep_order_leaves_the_frame_at_its_slot() {
+        let mut v = TrackPlayout::default();
+        let mut clock = PlayoutClock::new(100 * MS);
+        clock.stamp(&mut v, 0, 0, 1000 * MS);
+        let p = clock.stamp(&mut v, 100_000, 300_000, 1000 * MS);
+        assert_eq!((p.dts, p.pts), (1100 * MS, 1300 * MS));
+        // A keyframe whose derived DTS fell behind the frame before: DTS is raised, PTS
+        // stays at its slot.
+        let k = clock.stamp(&mut v, 60_000, 180_000, 1000 * MS);
+        assert_eq!((k.dts, k.pts), (1100 * MS, 1180 * MS));
+        // Raised past its PTS, it is shown no earlier than it is decoded.
+        let b = clock.stamp(&mut v, 40_000, 50_000, 1000 * MS);
+        assert_eq!((b.dts, b.pts), (1100 * MS, 1100 * MS));
     }
 
     #[test]

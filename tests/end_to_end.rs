@@ -73,11 +73,13 @@ fn a_frames_delay_splits_into_handoff_flight_and_reorder_stages() {
         let received = us(frame.received.expect("received meta"));
         let output = frame.output_unix.as_micros() as u64;
         assert!(availability <= received && received <= output, "{frame:?}");
-        // Its hand-off: the one written when the frame became available (same clock,
-        // frames 41 ms apart).
+        // Its hand-off: the one written nearest to when the frame became available (same
+        // clock), within 20 ms, under half the 41 ms between frames: on a busy machine
+        // moqsink may write it several ms late.
         if let Some(&(written, taken)) = video
             .iter()
-            .find(|(written, _)| written.abs_diff(availability) < 5_000)
+            .filter(|(written, _)| written.abs_diff(availability) < 20_000)
+            .min_by_key(|(written, _)| written.abs_diff(availability))
         {
             assert!(
                 written <= taken && taken <= received,

@@ -395,7 +395,7 @@ pub fn skew(sender: &AvSender, video: &PadRecord, audio: &PadRecord) -> Skew {
 
 /// A/V skew, ms, of every video frame output `settle` or more after the first one: at
 /// the frame's timestamp, how far the sender's time of the audio playing then is from the
-/// frame's (positive: the picture is late). Frames that fall into a hole in the audio
+/// frame's (positive: the audio is ahead). Frames that fall into a hole in the audio
 /// are left out (holes are checked on their own).
 fn av_skew_ms(
     sent_video: &[SentFrame],
@@ -416,9 +416,17 @@ fn av_skew_ms(
             let sv = sent_pts(sent_video, v)?;
             let playing = audio
                 .iter()
-                .find(|a| a.pts_us <= v.pts_us && v.pts_us < a.pts_us + a.duration_us)?;
-            let heard = sent_pts(sent_audio, playing)? + (v.pts_us - playing.pts_us);
-            Some((heard - sv) as f64 / 1000.0)
+                .position(|a| a.pts_us <= v.pts_us && v.pts_us < a.pts_us + a.duration_us)?;
+            // Against the audio frame playing then, or the next one: where the timeline
+            // moved earlier (a video jump, the audio dropping what overlapped), a picture
+            // after the move may be shown during the last audio frame before it. What is
+            // heard is known to an audio frame, no finer.
+            let skew = |a: &OutFrame| Some(sent_pts(sent_audio, a)? + (v.pts_us - a.pts_us) - sv);
+            audio[playing..audio.len().min(playing + 2)]
+                .iter()
+                .filter_map(skew)
+                .min_by_key(|s| s.abs())
+                .map(|s| s as f64 / 1000.0)
         })
         .collect()
 }

@@ -272,14 +272,12 @@ impl PlayoutClock {
         let discont = reanchored || track.anchors != self.anchors;
         track.anchors = self.anchors;
         let pts_offset = (pts.saturating_sub(dts).max(0) as u64).saturating_mul(NS_PER_UNIT as u64);
-        let mut shown = dts_running.saturating_add(pts_offset);
-        // A frame shown after a move its decoding preceded (a reference frame before
-        // B-frames) is shown where the other tracks play that moment.
-        if self.keeps_earlier
-            && let Some(slot) = self.slot(pts)
-        {
-            shown = slot;
-        }
+        // A frame is shown at the slot of its presentation time, so one shown after a
+        // move its decoding preceded (a reference frame before B-frames) lands where the
+        // other tracks play that moment.
+        let shown = self
+            .slot(pts)
+            .unwrap_or(dts_running.saturating_add(pts_offset));
         // Decode timestamps must never go backwards, whatever the sender did (or a
         // receiver that derived them in arrival order); the frame is still shown at its
         // slot, unless that would precede its decoding.

@@ -4,6 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use gst::prelude::*;
 use h264::{FrameKind, StreamFormat};
@@ -18,6 +19,21 @@ pub struct Au {
     pub dts_ns: u64,
     pub kind: FrameKind,
     pub data: Vec<u8>,
+}
+
+/// Where a play-out of `aus` starts: their earliest timestamp, ns.
+pub fn start_ns(aus: &[Au]) -> u64 {
+    aus.iter()
+        .map(|a| a.dts_ns.min(a.pts_ns))
+        .min()
+        .unwrap_or(0)
+}
+
+/// How many access units (a prefix: they are in decode order) fall due within `within` of a
+/// play-out's start.
+pub fn due_within(aus: &[Au], within: Duration) -> usize {
+    let start = start_ns(aus);
+    aus.partition_point(|au| Duration::from_nanos(au.dts_ns.saturating_sub(start)) < within)
 }
 
 /// How a reference is encoded: the picture, the noise patch over it (its side and

@@ -22,6 +22,10 @@ use crate::webrtc::{self, WebRtc};
 
 /// Time after the sender stops for the last frames to be rendered.
 const TAIL: Duration = Duration::from_secs(3);
+/// Time the sender plays on after a run's frames, which are not scored: at the end of its
+/// stream an encoder with lookahead hands over all it holds in one burst, which a live
+/// stream never sees, and the run's last frames would pay for it.
+const RUN_OUT: Duration = Duration::from_secs(2);
 /// Time the sender gets to start listening before the receiver connects.
 const SENDER_START: Duration = Duration::from_secs(1);
 /// How long a WebRTC sender may take to register with the signalling server (webrtcsink
@@ -529,7 +533,7 @@ fn spawn_sender(
         .args(["--addr", &addr.to_string()])
         .arg("--reference")
         .arg(spec.reference)
-        .args(["--seconds", &spec.seconds.to_string()])
+        .args(["--seconds", &(spec.seconds + RUN_OUT.as_secs()).to_string()])
         .args(["--cert", &spec.tls.0, "--key", &spec.tls.1])
         .arg("--out")
         .arg(avail)
@@ -677,8 +681,10 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     // as every frame of these encoders (no B frames) is.
     let live = spec.system.encodes_live();
     let handoffs = read_handoffs(&sender_file(&avail_path, "handoffs"))?;
+    let scored = reference::due_within(spec.aus, Duration::from_secs(spec.seconds));
     let rows = read_sender_rows(&avail_path, spec.aus)?
         .into_iter()
+        .filter(|row| (row.id as usize) < scored)
         .map(|mut row| {
             row.arrived_us = seen.arrived.get(&row.id).copied();
             row.rendered_us = seen.rendered.get(&row.id).copied();
@@ -1023,20 +1029,14 @@ pub fn sender(
     pipeline
         .set_state(gst::State::Playing)
         .map_err(|e| format!("sender: {e}"))?;
-    let base = aus
-        .iter()
-        .map(|a| a.dts_ns.min(a.pts_ns))
-        .min()
-        .unwrap_or(0);
+    let base = reference::start_ns(&aus);
     let start = Instant::now();
     let running0 = pipeline
         .current_running_time()
         .unwrap_or(gst::ClockTime::ZERO);
-    for (id, au) in aus.iter().enumerate() {
+    let playing = reference::due_within(&aus, Duration::from_secs(seconds));
+    for (id, au) in aus.iter().enumerate().take(playing) {
         let due = Duration::from_nanos(au.dts_ns - base);
-        if due >= Duration::from_secs(seconds) {
-            break;
-        }
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }

@@ -16,8 +16,9 @@
 //!   than 70 % of the encoder's output through (a delay-based congestion window shrinks
 //!   to a link that dropped, and the excess waits at the sender, not in the network,
 //!   before a busy interval measures the new rate; the window's first round trips
-//!   understate the link, so that alone allows 70 % of the output, a step at a time, or
-//!   85 % of a delivery rate measured lately). An
+//!   understate the link, so that alone allows 70 % of the output asked for, a step at
+//!   each update while it lasts, down to 80 % of what gets through, or 85 % of a
+//!   delivery rate measured lately). An
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), so its queue drains; a path whose
 //!   delivery rate was measured on busy time at most 2.5 s old allows 85 % of it (QUIC,
@@ -27,7 +28,9 @@
 //! - **Cut** at once to a limit below the goal, then **hold**: no further cut until the
 //!   encoder's lag and half a second have passed (the queue keeps growing until the cut
 //!   shows in the output, and a second cut then would answer the first one's delay, not the
-//!   path), unless the path collapses further (a limit below 70 % of the cut's). A dip that
+//!   path), unless the path collapses further (a limit below 70 % of the cut's) or its
+//!   transport holds data back (that signal is what gets through against what the
+//!   encoder makes, not a queue that keeps growing until a cut shows). A dip that
 //!   the cut answers late costs a few late frames, which skip-forward and `max-backlog`
 //!   absorb; a sustained lower rate is followed.
 //! - **Rise** toward a measured limit above the goal by half the gap per second (at least
@@ -206,6 +209,8 @@ struct View {
     /// The output rate the path allows, bit/s (infinite: no limit known).
     limit: f64,
     overloaded: bool,
+    /// Overloaded by the transport holding data back alone, with no queue in the network.
+    backed_up: bool,
     /// The standing queue (the smallest delay over 200 ms) is high: a probe step too
     /// large shows here first.
     queueing: bool,
@@ -397,7 +402,9 @@ impl RateController {
                         Some(d) if fresh => HEADROOM * d as f64,
                         _ => f64::INFINITY,
                     };
-                    limit.max((COLLAPSE * produced).min(measured))
+                    // A cut takes the encoder's lag to show in what it makes: the step
+                    // is from the output asked for meanwhile.
+                    limit.max((COLLAPSE * produced.min(self.goal)).min(measured))
                 }
                 _ => limit,
             }
@@ -413,6 +420,7 @@ impl RateController {
         Some(View {
             limit,
             overloaded,
+            backed_up: backed_up && !queued,
             queueing,
             clear,
             fresh,
@@ -501,7 +509,10 @@ impl RateController {
         let holding = self
             .last_cut_us
             .is_some_and(|t| now_us < t.saturating_add(lag).saturating_add(CUT_SETTLE_US));
-        let collapsing = path.limit < COLLAPSE * self.cut_level;
+        // A transport holding data back compares what gets through with what is asked
+        // for, not a queue that grows until a cut shows: a step at each update while it
+        // lasts, down to what the path carries.
+        let collapsing = path.limit < COLLAPSE * self.cut_level || path.backed_up;
         if path.limit >= self.goal * (1.0 - MIN_CHANGE) || (holding && !collapsing) {
             return None;
         }

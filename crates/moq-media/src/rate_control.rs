@@ -509,11 +509,12 @@ impl RateController {
         let holding = self
             .last_cut_us
             .is_some_and(|t| now_us < t.saturating_add(lag).saturating_add(CUT_SETTLE_US));
-        // A transport holding data back compares what gets through with what is asked
-        // for, not a queue that grows until a cut shows: a step at each update while it
-        // lasts, down to what the path carries.
-        let collapsing = path.limit < COLLAPSE * self.cut_level || path.backed_up;
-        if path.limit >= self.goal * (1.0 - MIN_CHANGE) || (holding && !collapsing) {
+        let collapsing = path.limit < COLLAPSE * self.cut_level;
+        // A transport holding data back is not held for: its signal is what gets through
+        // against what the encoder makes, not a queue that grows until a cut shows, so
+        // it cuts a step at each update while it lasts, down to what the path carries.
+        let held = holding && !collapsing && !path.backed_up;
+        if path.limit >= self.goal * (1.0 - MIN_CHANGE) || held {
             return None;
         }
         if !holding {

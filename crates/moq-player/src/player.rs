@@ -515,9 +515,15 @@ impl<T> Player<T> {
                 t.stats.rendition(name.clone());
                 t.rendition = name;
             }
-            let stamped =
-                self.timeline
-                    .stamp(t.kind, &mut t.playout, h.dts, h.pts, frame.arrival, jump);
+            let stamped = self.timeline.stamp(
+                t.kind,
+                &mut t.playout,
+                h.dts,
+                h.pts,
+                frame.arrival,
+                h.duration,
+                jump,
+            );
             let rebuffered = stamped.reanchored && !jump && t.outputs > 0;
             t.stats.output(&h, now.unix_us, rebuffered);
             t.outputs += 1;

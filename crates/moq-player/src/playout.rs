@@ -394,8 +394,9 @@ fn kind_index(kind: MediaKind) -> usize {
 /// later applies from the audio that made it on. A video jump moves the
 /// timeline only when that brings playback earlier (latency built up behind a congested
 /// link), by no more than the audio came early over the last seconds (or the next audio
-/// as late would rebuffer); audio then drops what would overlap its output and goes on
-/// without a hole. Frames are held until just before their slot, so such a move finds little
+/// as late would rebuffer) and to no earlier than the end of the audio already out (a
+/// picture before it would be shown against audio of the old mapping); audio then drops
+/// what would overlap its output and goes on without a hole. Frames are held until just before their slot, so such a move finds little
 /// already sent and the tracks stay in sync across it. Without audio, or without
 /// skip-forward (where everything plays late together), any track's rebuffer or jump
 /// moves the timeline for all, and audio from before a jump is dropped.
@@ -404,10 +405,11 @@ pub struct Timeline {
     clock: PlayoutClock,
     /// Audio may lead (skip-forward and an audio track).
     audio_leads: bool,
-    /// Running time at which the latest audio frame out plays (its slot). Not its
-    /// arrival: audio that comes early waits for its slot, up to the whole playout delay,
-    /// and a late video frame arriving now must still see it as playing.
-    audio_output_at: Option<u64>,
+    /// Running time at which the latest audio frame out ends (its slot plus its
+    /// duration). Not its arrival: audio that comes early waits for its slot, up to the
+    /// whole playout delay, and a late video frame arriving now must still see it as
+    /// playing; a video jump must not move the timeline under it.
+    audio_output_end: Option<u64>,
     /// How early audio came (slot − arrival, ns; negative: late) over the last
     /// [`AUDIO_SLACK_WINDOW_NS`], by arrival: a jump moves the timeline no earlier than
     /// the audio path allowed lately, or the next audio to come as late would rebuffer.
@@ -424,7 +426,7 @@ impl Timeline {
         Timeline {
             clock: PlayoutClock::new(latency_ns),
             audio_leads: false,
-            audio_output_at: None,
+            audio_output_end: None,
             audio_slack: VecDeque::new(),
             has_video: false,
             adaptive: None,
@@ -488,7 +490,7 @@ impl Timeline {
     /// Whether audio played lately: then audio drains the timeline, by dropping frames,
     /// and video follows, so neither overlaps itself.
     fn audio_playing(&self, now: u64) -> bool {
-        self.audio_output_at
+        self.audio_output_end
             .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
     }
 
@@ -602,7 +604,7 @@ impl Timeline {
     /// Forgets the timeline; the next frame of any track plays at once.
     pub fn reset(&mut self) {
         self.clock.reset();
-        self.audio_output_at = None;
+        self.audio_output_end = None;
         self.audio_slack.clear();
         if let Some(needs) = &mut self.adaptive {
             *needs = Needs::default();
@@ -626,7 +628,7 @@ impl Timeline {
     fn audio_leading(&self, now: u64) -> bool {
         self.audio_leads
             && self
-                .audio_output_at
+                .audio_output_end
                 .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
     }
 
@@ -653,10 +655,16 @@ impl Timeline {
             }
             MediaKind::Audio => (Anchoring::WhenLate, now),
             MediaKind::Video if self.audio_leading(now) => {
-                // How much earlier a jump may bring playback: down to its own arrival,
-                // but no further than the audio came early lately.
+                // How much earlier a jump may bring playback: down to its own arrival
+                // and to the end of the audio already out (pictures before it would be
+                // shown against audio of the old mapping), but no further than the
+                // audio came early lately.
+                let earliest = now.max(self.audio_output_end.unwrap_or(0));
                 let slot = self.clock.slot(dts).filter(|_| jump);
-                match slot.map(|slot| (slot, slot.saturating_sub(now).min(self.audio_slack(now)))) {
+                match slot.map(|slot| {
+                    let gain = slot.saturating_sub(earliest).min(self.audio_slack(now));
+                    (slot, gain)
+                }) {
                     Some((slot, gain)) if gain > MIN_JUMP_GAIN_NS => {
                         (Anchoring::Always, slot - gain)
                     }
@@ -693,8 +701,9 @@ impl Timeline {
         }
     }
 
-    /// Stamps a frame of `kind` that arrived at running time `now`; `jump`: playback
-    /// skipped media to reach it.
+    /// Stamps a frame of `kind` (`duration` timescale units long) that arrived at running
+    /// time `now`; `jump`: playback skipped media to reach it.
+    #[allow(clippy::too_many_arguments)]
     pub fn stamp(
         &mut self,
         kind: MediaKind,
@@ -702,12 +711,14 @@ impl Timeline {
         dts: i64,
         pts: i64,
         now: u64,
+        duration: u64,
         jump: bool,
     ) -> Stamped {
         let (anchoring, at) = self.anchoring(kind, dts, now, jump);
         let stamped = self.clock.stamp_as(track, dts, pts, at, anchoring);
         if kind == MediaKind::Audio {
-            self.audio_output_at = Some(stamped.dts);
+            let length = duration.saturating_mul(NS_PER_UNIT as u64);
+            self.audio_output_end = Some(stamped.dts.saturating_add(length));
             let early = i64::try_from(stamped.dts)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(now).unwrap_or(i64::MAX));
@@ -990,6 +1001,7 @@ mod tests {
                 media,
                 media,
                 arrival * MS,
+                20_000,
                 false,
             );
             assert_eq!(a.dts, (1000 + ms) * MS);
@@ -1010,14 +1022,15 @@ mod tests {
             media_us,
             media_us,
             at_ms * MS,
+            41_667,
             true,
         )
     }
 
     #[test]
     fn a_video_jump_that_brings_playback_earlier_moves_an_audio_led_timeline() {
-        // Audio came 300 ms early for the last 3 s; its output ends at 5020 ms.
-        let (mut timeline, audio) = audio_led(4000, 300);
+        // Audio came 300 ms early for the last 3 s; its output ends at 4720 ms.
+        let (mut timeline, audio) = audio_led(3700, 300);
         let mut video = TrackPlayout::default();
         // The keyframe of media 4200 ms arrives at 4800 ms: its slot (5200 ms) is 400 ms
         // away, but the audio allows 300: the timeline moves 300 ms earlier.
@@ -1029,9 +1042,32 @@ mod tests {
         assert!(k.reanchored);
         assert_eq!(k.dts, 4900 * MS);
         // Audio that would overlap what is out is passed; the next plays on from there.
-        assert!(timeline.is_passed(&audio, 4_200_000, 20_000));
-        assert!(timeline.is_passed(&audio, 4_300_000, 20_000));
-        assert!(!timeline.is_passed(&audio, 4_320_000, 20_000));
+        assert!(timeline.is_passed(&audio, 3_900_000, 20_000));
+        assert!(timeline.is_passed(&audio, 4_000_000, 20_000));
+        assert!(!timeline.is_passed(&audio, 4_020_000, 20_000));
+    }
+
+    #[test]
+    fn a_video_jump_lands_no_earlier_than_the_end_of_the_audio_out() {
+        // The jump is decided late (the player waited for a missing frame): audio is out
+        // up to 5020 ms, beyond the keyframe's arrival. Pictures before 5020 ms would
+        // be shown against audio of the old mapping: the move stops there, 180 ms.
+        let (mut timeline, audio) = audio_led(4000, 300);
+        let mut video = TrackPlayout::default();
+        assert_eq!(
+            timeline.hold_until(MediaKind::Video, 4_200_000, 4800 * MS, 4800 * MS, true),
+            Some(5020 * MS - RELEASE_LEAD_NS)
+        );
+        let k = jump_to(&mut timeline, &mut video, 4_200_000, 4800);
+        assert!(k.reanchored);
+        assert_eq!(k.dts, 5020 * MS);
+        assert!(timeline.is_passed(&audio, 4_180_000, 20_000));
+        assert!(!timeline.is_passed(&audio, 4_200_000, 20_000));
+        // Less than the least gain left: the jump keeps its slot.
+        let (mut timeline, _) = audio_led(4100, 300);
+        let k = jump_to(&mut timeline, &mut TrackPlayout::default(), 4_200_000, 4800);
+        assert!(!k.reanchored);
+        assert_eq!(k.dts, 5200 * MS);
     }
 
     #[test]
@@ -1080,6 +1116,7 @@ mod tests {
             4_160_000,
             4_160_000,
             5400 * MS,
+            41_667,
             false,
         );
         assert!(late.late && !late.reanchored);
@@ -1103,6 +1140,7 @@ mod tests {
                 1_500_000,
                 1_500_000,
                 90 * MS,
+                41_667,
                 false,
             );
             assert!(k.reanchored);
@@ -1120,6 +1158,7 @@ mod tests {
                     media,
                     media,
                     (10 + 20 * n) * MS,
+                    20_000,
                     false,
                 );
                 assert!(!a.reanchored);
@@ -1144,7 +1183,7 @@ mod tests {
             None
         );
         // No video came: audio anchors where its wait ended, not in the past.
-        let a = timeline.stamp(MediaKind::Audio, &mut audio, 0, 0, 10 * MS, false);
+        let a = timeline.stamp(MediaKind::Audio, &mut audio, 0, 0, 10 * MS, 20_000, false);
         assert!(a.reanchored);
         assert_eq!(a.dts, until);
         // Without a video track, audio plays at once.
@@ -1159,6 +1198,7 @@ mod tests {
             0,
             0,
             10 * MS,
+            20_000,
             false,
         );
         assert_eq!(a.dts, 10 * MS);
@@ -1182,6 +1222,7 @@ mod tests {
                 media,
                 media,
                 arrival * MS,
+                20_000,
                 false,
             );
             assert_eq!(a.dts, (1000 + ms) * MS);
@@ -1209,7 +1250,7 @@ mod tests {
     fn without_a_leading_audio_track_nothing_is_held_and_jumps_always_move() {
         let mut timeline = Timeline::new(100 * MS);
         let mut video = TrackPlayout::default();
-        timeline.stamp(MediaKind::Video, &mut video, 0, 0, 1000 * MS, false);
+        timeline.stamp(MediaKind::Video, &mut video, 0, 0, 1000 * MS, 41_667, false);
         assert_eq!(
             timeline.hold_until(MediaKind::Video, 500_000, 1000 * MS, 1000 * MS, false),
             None
@@ -1224,6 +1265,7 @@ mod tests {
             40_000,
             40_000,
             2500 * MS,
+            41_667,
             false,
         );
         assert!(late.reanchored);

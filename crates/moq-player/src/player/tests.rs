@@ -738,3 +738,35 @@ fn audio_grows_an_adaptive_timeline_in_steps_too_short_to_hear_as_holes() {
     let skew = worst_skew_ms(&video, &audio);
     assert!(skew <= 1.0, "A/V skew {skew} ms");
 }
+
+#[test]
+fn a_video_jump_decided_after_its_keyframe_came_lands_after_the_audio_already_out() {
+    // Video 600 ms behind on a congested path, audio 50 ms: audio leads, 550 ms early.
+    // Frames 40-44 never come; the path clears for the next group, whose keyframe (45)
+    // comes at once, long before the player gives up on frame 40 and jumps to it.
+    let mut sim = Sim::new(100, true);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..40, |_| 600 * MS);
+    sim.video(v, 45..120, |_| 150 * MS);
+    sim.audio(a, 0..250, |_| 50 * MS);
+    sim.run_until(6_000 * MS);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    assert_eq!(sim.player.stats(v).jumps, 1);
+    let jump = video
+        .iter()
+        .find(|o| o.decode_index == 45)
+        .expect("the jump");
+    let offset = |o: &Out| o.dts as i64 - o.media * 1_000;
+    let before = offset(&video[0]);
+    assert!(
+        offset(jump) < before - 100 * MS as i64,
+        "the jump brought playback earlier: {} ms",
+        (before - offset(jump)) / MS as i64
+    );
+    // The audio out when the jump was decided keeps its slots; the pictures after the
+    // jump start where it ends, so none is shown against the audio of the old mapping.
+    let skew = worst_skew_ms(&video, &audio);
+    assert!(skew <= 1.0, "A/V skew {skew} ms");
+    assert!(audio_holes_ms(&audio, 60).is_empty());
+}

@@ -199,6 +199,9 @@ struct Progress {
     tracks_complete: bool,
     /// Timeline resets so far.
     generation: u64,
+    /// The server a move (GOAWAY, a fresh token) took the session in use to: where the
+    /// rotation stands once that session is lost.
+    moved_to: Option<Server>,
 }
 
 /// A track offered to the element.
@@ -331,6 +334,7 @@ pub async fn run(
         unplayable: Vec::new(),
         tracks_complete: false,
         generation: 0,
+        moved_to: None,
     };
     let mut rotation = Rotation::new(&config);
     let mut config = config;
@@ -343,6 +347,9 @@ pub async fn run(
         let token_renewed = controls.borrow().auth_token != config.auth_token;
         if lost.had_media {
             let _ = events.send(Event::Disconnected(lost.reason.clone())).await;
+        }
+        if let Some(server) = progress.moved_to.take() {
+            rotation.stand_at(&server);
         }
         if controls.borrow().paused {
             progress.media_arrived();
@@ -397,6 +404,20 @@ impl Rotation {
             refused: vec![false; servers.len()],
             servers,
             at: 0,
+        }
+    }
+
+    /// A move took the session to `server`: the next to try is the one after it (not
+    /// the server it moved to, whose route just failed). A server not in the list leaves
+    /// the turn where it was.
+    fn stand_at(&mut self, server: &Server) {
+        let authority = server.url.authority();
+        if let Some(at) = self
+            .servers
+            .iter()
+            .position(|s| s.url.authority() == authority)
+        {
+            self.at = at;
         }
     }
 
@@ -984,7 +1005,11 @@ async fn play(
     let mut connecting: Option<(Connecting, MoveCause)> = None;
     let mut arrival = Arrival::default();
     let mut given_up = false;
-    let mut current_url = config.server.url.to_string();
+    // The server the session in use reached (a move changes it).
+    let mut current = progress
+        .moved_to
+        .clone()
+        .unwrap_or_else(|| config.server.clone());
     loop {
         let can_move = connecting.is_none() && arrival.target.is_none() && !given_up;
         let fresh_token = controls.borrow().auth_token.clone();
@@ -992,11 +1017,12 @@ async fn play(
             // Make before break: the same server, with the new token, while this session
             // still plays.
             let config = ReceiverConfig {
+                server: current.clone(),
                 auth_token: fresh_token.clone(),
                 ..config.clone()
             };
             *presented = fresh_token;
-            let targets = vec![config.server.clone()];
+            let targets = vec![current.clone()];
             connecting = Some((
                 tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
                 MoveCause::AuthToken,
@@ -1008,7 +1034,8 @@ async fn play(
             () = route_quiet(session, &silence, origin), if can_reroute => {
                 lock(&silence).acted();
                 let why = format!(
-                    "{current_url}: no media on the relay's route while the session lives"
+                    "{}: no media on the relay's route while the session lives",
+                    current.url
                 );
                 let (config, session, track) = (config.clone(), session.clone(), feed.track);
                 rerouting = Some(Rerouting(tokio::spawn(async move {
@@ -1031,13 +1058,17 @@ async fn play(
             () = failover_silence(config, &last_media, origin, started) => {
                 return Err(format!(
                     "{}: no media for {} s",
-                    config.server.url,
+                    current.url,
                     FAILOVER_SILENCE.as_secs()
                 ));
             }
             uri = session.goaway_received(), if can_move => {
-                let targets = moving::targets(config, &uri);
-                let config = ReceiverConfig { auth_token: presented.clone(), ..config.clone() };
+                let config = ReceiverConfig {
+                    server: current.clone(),
+                    auth_token: presented.clone(),
+                    ..config.clone()
+                };
+                let targets = moving::targets(&config, &uri);
                 connecting = Some((
                     tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
                     MoveCause::Goaway,
@@ -1077,8 +1108,10 @@ async fn play(
                     feed.moved_from = Some(feed.current.epoch);
                 }
                 session.close("moved to another session");
+                let from = std::mem::replace(&mut current, server.clone());
+                progress.moved_to = Some(server.clone());
                 let moved = Event::Moved {
-                    from: std::mem::replace(&mut current_url, server.url.to_string()),
+                    from: from.url.to_string(),
                     url: server.url.to_string(),
                     peer: next.remote_address(),
                     version: next.version(),
@@ -1982,6 +2015,17 @@ mod tests {
         let mut r = rotation(&[1, 2, 3]);
         assert_eq!(port(r.advance()), Some((2, false)));
         assert_eq!(port(r.advance()), Some((3, false)));
+        assert_eq!(port(r.advance()), Some((1, true)));
+    }
+
+    #[test]
+    fn after_a_move_the_next_server_is_the_one_after_where_the_session_went() {
+        let mut r = rotation(&[1, 2, 3]);
+        // A GOAWAY moved the session from 1 to 2, whose route then failed: 3 is next.
+        r.stand_at(&server(2));
+        assert_eq!(port(r.advance()), Some((3, false)));
+        // A move to a server not in the list leaves the turn where it was.
+        r.stand_at(&server(9));
         assert_eq!(port(r.advance()), Some((1, true)));
     }
 

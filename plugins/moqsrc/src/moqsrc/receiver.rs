@@ -45,6 +45,11 @@ const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
 /// With backup servers, a session that delivers no media for this long is given up for
 /// the next server: a dead relay sends nothing, and QUIC's idle timeout is longer.
 const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
+/// With backup servers, tracks subscribed again on their session after its relay's route
+/// went quiet are given up for the next server when nothing comes this long (and two round
+/// trips) after: a route made again delivers the rest of its group at once, one still
+/// broken nothing.
+const REROUTE_WAIT: Duration = Duration::from_millis(300);
 /// How long a broadcast whose subscriptions the server ended on a session that lives is
 /// asked for again there before the session is given up: a publisher moving between a
 /// cluster's nodes leaves its old route a moment before the new one is known, and the
@@ -202,6 +207,12 @@ struct Progress {
     /// The server a move (GOAWAY, a fresh token) took the session in use to: where the
     /// rotation stands once that session is lost.
     moved_to: Option<Server>,
+    /// When the session in use first subscribed its tracks: the failover counts a silence
+    /// from then at the earliest, not from each later round of subscriptions on it.
+    session_started: Instant,
+    /// When the tracks were last subscribed again on the session in use after its relay's
+    /// route went quiet ([`REROUTE_WAIT`]).
+    rerouted_at: Option<Instant>,
 }
 
 /// A track offered to the element.
@@ -335,6 +346,8 @@ pub async fn run(
         tracks_complete: false,
         generation: 0,
         moved_to: None,
+        session_started: origin,
+        rerouted_at: None,
     };
     let mut rotation = Rotation::new(&config);
     let mut config = config;
@@ -651,6 +664,8 @@ async fn receive_session(
                 return Ok(());
             }
             progress.sessions += 1;
+            progress.session_started = Instant::now();
+            progress.rerouted_at = None;
             *had_media = true;
         }
         let played = play(
@@ -677,7 +692,10 @@ async fn receive_session(
                 gone_at = Some(progress.last_media());
                 (resubscribe(config, session, feed.track, &why).await?, why)
             }
-            Played::Rerouted(again, why) => (*again, why),
+            Played::Rerouted(again, why) => {
+                progress.rerouted_at = Some(Instant::now());
+                (*again, why)
+            }
         };
         pick_up = progress.reached_groups();
         if again.current.epoch != feed.current.epoch {
@@ -998,8 +1016,14 @@ async fn play(
     feed: &mut CatalogFeed,
     movers: &mut Vec<mpsc::Sender<Move>>,
 ) -> Result<Played, String> {
-    let (last_media, origin, started) =
-        (progress.last_media.clone(), progress.origin, Instant::now());
+    let (last_media, origin, started) = (
+        progress.last_media.clone(),
+        progress.origin,
+        progress.session_started,
+    );
+    let rerouted = progress
+        .rerouted_at
+        .map(|at| (at, REROUTE_WAIT + 2 * session.path_stats().rtt));
     let silence = progress.silence.clone();
     let mut rerouting: Option<Rerouting> = None;
     let mut connecting: Option<(Connecting, MoveCause)> = None;
@@ -1055,7 +1079,7 @@ async fn play(
                     return Ok(Played::Rerouted(Box::new(feed), why));
                 }
             }
-            () = failover_silence(config, &last_media, origin, started) => {
+            () = failover_silence(config, &last_media, origin, started, rerouted) => {
                 return Err(format!(
                     "{}: no media for {} s",
                     current.url,
@@ -1289,23 +1313,36 @@ async fn route_quiet(session: &Session, silence: &Mutex<SilenceWatch>, origin: I
     }
 }
 
-/// Resolves once no media has arrived for [`FAILOVER_SILENCE`] since `started`, if there
-/// is another server to try; never otherwise.
+/// Resolves once no media has arrived for [`FAILOVER_SILENCE`], counted from `started`
+/// (the session's first subscriptions) at the earliest, or for the wait of `rerouted` (see
+/// [`REROUTE_WAIT`]) since the tracks were subscribed again, if there is another server to
+/// try; never otherwise.
 async fn failover_silence(
     config: &ReceiverConfig,
     last_media: &AtomicU64,
     origin: Instant,
     started: Instant,
+    rerouted: Option<(Instant, Duration)>,
 ) {
     if config.backups.is_empty() {
         return std::future::pending().await;
     }
     loop {
-        let due = stamped(last_media, origin).max(started) + FAILOVER_SILENCE;
+        let due = failover_due(stamped(last_media, origin), started, rerouted);
         if Instant::now() >= due {
             return;
         }
         tokio::time::sleep_until(due.into()).await;
+    }
+}
+
+/// When a silence since the media `last` arrived is given up for the next server (see
+/// [`failover_silence`]).
+fn failover_due(last: Instant, started: Instant, rerouted: Option<(Instant, Duration)>) -> Instant {
+    let due = last.max(started) + FAILOVER_SILENCE;
+    match rerouted.filter(|(at, _)| last < *at) {
+        Some((at, wait)) => due.min(at + wait),
+        None => due,
     }
 }
 
@@ -2016,6 +2053,31 @@ mod tests {
         assert_eq!(port(r.advance()), Some((2, false)));
         assert_eq!(port(r.advance()), Some((3, false)));
         assert_eq!(port(r.advance()), Some((1, true)));
+    }
+
+    #[test]
+    fn a_route_subscribed_again_that_stays_silent_fails_over_sooner() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Media stopped at t0; the session's first subscriptions were long before.
+        assert_eq!(
+            failover_due(t0, t0 - ms(60_000), None),
+            t0 + FAILOVER_SILENCE
+        );
+        // Its route went quiet and the tracks were subscribed again at 400 ms: nothing by
+        // the reroute's wait after that, the next server.
+        let rerouted = Some((t0 + ms(400), ms(320)));
+        assert_eq!(failover_due(t0, t0 - ms(60_000), rerouted), t0 + ms(720));
+        // Media came after the reroute: the reroute no longer counts.
+        assert_eq!(
+            failover_due(t0 + ms(500), t0, rerouted),
+            t0 + ms(500) + FAILOVER_SILENCE
+        );
+        // A session just set up has the whole silence from its first subscriptions.
+        assert_eq!(
+            failover_due(t0 - ms(5_000), t0, None),
+            t0 + FAILOVER_SILENCE
+        );
     }
 
     #[test]

@@ -163,6 +163,58 @@ fn a_viewer_whose_relay_route_falls_silent_subscribes_again_on_its_session() {
     assert!(longest < Duration::from_secs(2), "a freeze of {longest:?}");
 }
 
+/// The same death with no other publisher on the root: asked again there, the route stays
+/// silent (or the catalog does not come), so a viewer with a backup moves to it within a
+/// moment of finding the route quiet, instead of waiting out the 2 s failover silence.
+#[test]
+fn a_viewer_whose_route_stays_silent_when_asked_again_fails_over_to_its_backup_at_once() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_in_cluster(&root);
+    let backup = Relay::start();
+    let first = leaf.publisher("");
+    let second = backup.publisher("");
+    wait_announced(&first.sink);
+    wait_announced(&second.sink);
+    let viewer = root.subscriber(&format!(
+        "backup-urls={}?tls-fingerprint={} media-timeout=30000",
+        backup.url(),
+        backup.fingerprint
+    ));
+    viewer
+        .wait_frames(48, WAIT)
+        .expect("plays through the node");
+    let before = viewer.frames().len();
+    let killed = unix_now();
+    leaf.kill();
+    viewer
+        .wait_frames(before + 48, WAIT)
+        .expect("plays from the backup");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let longest = longest_pause(&viewer.frames(), killed);
+    eprintln!("longest pause after the node died {longest:?}; messages {messages:?}");
+    let count = |name: &str| messages.iter().filter(|m| *m == name).count();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("moq-resubscribed")
+                && m.contains("no media on the relay's route")),
+        "asked again on the session first: {messages:?}"
+    );
+    assert_eq!(
+        count("moq-connected"),
+        2,
+        "then moved to the backup: {messages:?}"
+    );
+    // Found quiet within about half a second, asked again for 300 ms and two round trips,
+    // then a connection and the backup's next group: well under the 2 s the failover
+    // silence alone would take before connecting.
+    assert!(
+        longest < Duration::from_millis(1800),
+        "a freeze of {longest:?}"
+    );
+}
+
 /// A publisher that stops sending for a while (its pipeline paused) is not a dead route,
 /// but the viewer cannot tell: it subscribes again once. What the relay then sends again
 /// from its cache is not new media, so the silence goes on and is not acted on again;

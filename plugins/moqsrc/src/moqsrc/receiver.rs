@@ -45,10 +45,10 @@ const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
 /// With backup servers, a session that delivers no media for this long is given up for
 /// the next server: a dead relay sends nothing, and QUIC's idle timeout is longer.
 const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
-/// With backup servers, tracks subscribed again on their session after its relay's route
-/// went quiet are given up for the next server when nothing comes this long (and two round
+/// With backup servers, a session whose relay's route went quiet is asked again for the
+/// broadcast, and given up for the next server when nothing comes this long (and two round
 /// trips) after: a route made again delivers the rest of its group at once, one still
-/// broken nothing.
+/// broken (or a catalog that does not come) nothing.
 const REROUTE_WAIT: Duration = Duration::from_millis(300);
 /// How long a broadcast whose subscriptions the server ended on a session that lives is
 /// asked for again there before the session is given up: a publisher moving between a
@@ -210,8 +210,8 @@ struct Progress {
     /// When the session in use first subscribed its tracks: the failover counts a silence
     /// from then at the earliest, not from each later round of subscriptions on it.
     session_started: Instant,
-    /// When the tracks were last subscribed again on the session in use after its relay's
-    /// route went quiet ([`REROUTE_WAIT`]).
+    /// When the relay's route of the session in use was last found quiet and asked again
+    /// ([`REROUTE_WAIT`]).
     rerouted_at: Option<Instant>,
 }
 
@@ -692,10 +692,7 @@ async fn receive_session(
                 gone_at = Some(progress.last_media());
                 (resubscribe(config, session, feed.track, &why).await?, why)
             }
-            Played::Rerouted(again, why) => {
-                progress.rerouted_at = Some(Instant::now());
-                (*again, why)
-            }
+            Played::Rerouted(again, why) => (*again, why),
         };
         pick_up = progress.reached_groups();
         if again.current.epoch != feed.current.epoch {
@@ -1021,9 +1018,6 @@ async fn play(
         progress.origin,
         progress.session_started,
     );
-    let rerouted = progress
-        .rerouted_at
-        .map(|at| (at, REROUTE_WAIT + 2 * session.path_stats().rtt));
     let silence = progress.silence.clone();
     let mut rerouting: Option<Rerouting> = None;
     let mut connecting: Option<(Connecting, MoveCause)> = None;
@@ -1054,9 +1048,13 @@ async fn play(
             continue;
         }
         let can_reroute = can_move && rerouting.is_none() && !session.peer_is_ours();
+        let rerouted = progress
+            .rerouted_at
+            .map(|at| (at, REROUTE_WAIT + 2 * session.path_stats().rtt));
         tokio::select! {
             () = route_quiet(session, &silence, origin), if can_reroute => {
                 lock(&silence).acted();
+                progress.rerouted_at = Some(Instant::now());
                 let why = format!(
                     "{}: no media on the relay's route while the session lives",
                     current.url
@@ -1080,11 +1078,8 @@ async fn play(
                 }
             }
             () = failover_silence(config, &last_media, origin, started, rerouted) => {
-                return Err(format!(
-                    "{}: no media for {} s",
-                    current.url,
-                    FAILOVER_SILENCE.as_secs()
-                ));
+                let silent = stamped(&last_media, origin).elapsed().as_secs_f64();
+                return Err(format!("{}: no media for {silent:.1} s", current.url));
             }
             uri = session.goaway_received(), if can_move => {
                 let config = ReceiverConfig {
@@ -1315,8 +1310,8 @@ async fn route_quiet(session: &Session, silence: &Mutex<SilenceWatch>, origin: I
 
 /// Resolves once no media has arrived for [`FAILOVER_SILENCE`], counted from `started`
 /// (the session's first subscriptions) at the earliest, or for the wait of `rerouted` (see
-/// [`REROUTE_WAIT`]) since the tracks were subscribed again, if there is another server to
-/// try; never otherwise.
+/// [`REROUTE_WAIT`]) since the route was found quiet, if there is another server to try;
+/// never otherwise.
 async fn failover_silence(
     config: &ReceiverConfig,
     last_media: &AtomicU64,
@@ -2057,17 +2052,15 @@ mod tests {
 
     #[test]
     fn a_route_subscribed_again_that_stays_silent_fails_over_sooner() {
-        let t0 = Instant::now();
         let ms = Duration::from_millis;
+        let long_before = Instant::now();
+        let t0 = long_before + ms(60_000);
         // Media stopped at t0; the session's first subscriptions were long before.
-        assert_eq!(
-            failover_due(t0, t0 - ms(60_000), None),
-            t0 + FAILOVER_SILENCE
-        );
-        // Its route went quiet and the tracks were subscribed again at 400 ms: nothing by
-        // the reroute's wait after that, the next server.
+        assert_eq!(failover_due(t0, long_before, None), t0 + FAILOVER_SILENCE);
+        // Its route was found quiet at 400 ms and asked again: nothing by the reroute's
+        // wait after that, the next server.
         let rerouted = Some((t0 + ms(400), ms(320)));
-        assert_eq!(failover_due(t0, t0 - ms(60_000), rerouted), t0 + ms(720));
+        assert_eq!(failover_due(t0, long_before, rerouted), t0 + ms(720));
         // Media came after the reroute: the reroute no longer counts.
         assert_eq!(
             failover_due(t0 + ms(500), t0, rerouted),

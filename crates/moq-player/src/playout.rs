@@ -396,8 +396,9 @@ fn kind_index(kind: MediaKind) -> usize {
 /// link), by no more than the audio came early over the last seconds (or the next audio
 /// as late would rebuffer) and to no earlier than the end of the audio already out (a
 /// picture before it would be shown against audio of the old mapping); audio then drops
-/// what would overlap its output and goes on without a hole. Frames are held until just before their slot, so such a move finds little
-/// already sent and the tracks stay in sync across it. Without audio, or without
+/// what would overlap its output and goes on without a hole. Frames are held until just
+/// before their slot, so such a move finds little already sent and the tracks stay in
+/// sync across it. Without audio, or without
 /// skip-forward (where everything plays late together), any track's rebuffer or jump
 /// moves the timeline for all, and audio from before a jump is dropped.
 #[derive(Debug, Clone)]
@@ -626,10 +627,7 @@ impl Timeline {
 
     /// Whether audio sets the timeline at `now`.
     fn audio_leading(&self, now: u64) -> bool {
-        self.audio_leads
-            && self
-                .audio_output_end
-                .is_some_and(|t| now.saturating_sub(t) < AUDIO_LEAD_HOLD_NS)
+        self.audio_leads && self.audio_playing(now)
     }
 
     /// The least the audio came early (ns) over the window before `now`.

@@ -406,14 +406,14 @@ impl<T> Player<T> {
 
     /// Where the adaptive playout stands; `None` with a fixed one, or before it knows.
     pub fn playout(&self) -> Option<Playout> {
-        let floor = self.timeline.floor()?;
+        let (floor, target) = self.timeline.on_time()?;
         let buffering = |offset: i64| {
             let latency = i64::try_from(self.config.latency_ns).unwrap_or(i64::MAX);
             offset.saturating_sub(floor).saturating_add(latency) as f64 / 1e6
         };
         Some(Playout {
             delay_ms: buffering(self.timeline.offset()?),
-            target_ms: buffering(self.timeline.target()?),
+            target_ms: buffering(target),
             grows: self.grows,
             grown_ms: self.grown_ns as f64 / 1e6,
             drained_ms: self.drained_ns as f64 / 1e6,
@@ -422,7 +422,7 @@ impl<T> Player<T> {
 
     /// Tells of a target that moved much since last told.
     fn report_playout(&mut self) {
-        let (Some(target), Some(floor)) = (self.timeline.target(), self.timeline.floor()) else {
+        let Some((floor, target)) = self.timeline.on_time() else {
             return;
         };
         let target = target.saturating_sub(floor);

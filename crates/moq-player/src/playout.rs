@@ -478,6 +478,27 @@ impl Timeline {
         Some(need.max(self.floor()?))
     }
 
+    /// The least transit and the target of the tracks whose fastest frames arrive before
+    /// their slots (all of them, unless one trails, as video does while audio leads), for
+    /// telling the buffering those frames get; the floor and target of all when none does.
+    pub fn on_time(&self) -> Option<(i64, i64)> {
+        let needs = self.adaptive.as_ref()?;
+        let offset = self.clock.offset()?;
+        let on_time = || {
+            needs
+                .by_kind
+                .iter()
+                .flatten()
+                .filter(move |n| n.floor <= offset)
+        };
+        let floor = on_time().map(|n| n.floor).max();
+        let target = on_time().map(|n| self.aim(n)).max();
+        match floor.zip(target) {
+            Some((floor, target)) => Some((floor, target.max(floor))),
+            None => self.floor().zip(self.target()),
+        }
+    }
+
     /// The offset that has a track's frames on time with the downstream buffering.
     fn aim(&self, need: &Need) -> i64 {
         let tolerance =

@@ -770,3 +770,22 @@ fn a_video_jump_decided_after_its_keyframe_came_lands_after_the_audio_already_ou
     assert!(skew <= 1.0, "A/V skew {skew} ms");
     assert!(audio_holes_ms(&audio, 60).is_empty());
 }
+
+#[test]
+fn the_buffering_reported_while_audio_leads_is_the_audios() {
+    // Video falls 600 ms behind after a second, audio stays at 50 ms: audio leads and its
+    // frames wait the buffering; the video's come after their slots.
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..24, |_| 50 * MS);
+    sim.video(v, 24..120, |_| 600 * MS);
+    sim.audio(a, 0..250, |_| 50 * MS);
+    sim.run_until(5_000 * MS);
+    let playout = sim.player.playout().expect("adaptive playout");
+    let audio = sim.mean_latency_ms(a, 2_000, 4_000);
+    assert!(
+        (90.0..=audio).contains(&playout.delay_ms),
+        "{playout:?}, audio latency {audio} ms"
+    );
+}

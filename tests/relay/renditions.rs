@@ -215,7 +215,35 @@ fn follow_the_link_rate(other_on_lowest: bool) {
     for (at, width, stall) in &stalls {
         assert!(
             *stall <= bound,
-            "a {stall:?} stall at the switch to width {width} at {at:.1} s"
+            "a {stall:?} stall at the switch to width {width} at {at:.1} s; the frames around it \
+             (s, decode index, width, key, discont, ms from receipt to output, ms latency):\n{}",
+            frames_around(&frames, &widths, start, *at)
         );
     }
+}
+
+/// The frames output within 1.5 s of `at` (seconds since `start`), a line each: what a
+/// stall was made of.
+fn frames_around(frames: &[ReceivedFrame], widths: &[i32], start: Duration, at: f64) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    frames
+        .iter()
+        .zip(widths)
+        .map(|(f, w)| (f.output_unix.saturating_sub(start).as_secs_f64(), f, w))
+        .filter(|(t, _, _)| (t - at).abs() <= 1.5)
+        .map(|(t, f, w)| {
+            let waited = f.received.map(|r| {
+                ms(f.output_unix
+                    .saturating_sub(Duration::from_nanos(r.nseconds())))
+            });
+            format!(
+                "{t:.3} {} {w} {} {} {waited:.0?} {:.0?}",
+                f.decode_index,
+                f.key,
+                f.discont,
+                f.latency().map(ms)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -86,3 +86,57 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     assert!(*moved.lock().unwrap() > 0, "the publisher moved on GOAWAY");
     assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
 }
+
+/// A planned restart of the node both the publisher and a viewer are on, the viewer's
+/// backups another node of the cluster and then the root (the publisher's backup). Both
+/// move on GOAWAY; the viewer's new node reaches the publisher through the cluster while
+/// its old session drains and after it closes. Should that route go quiet when the node
+/// closes, the viewer connects to its next backup at once (`moq-moved reason=route-quiet`).
+/// No freeze over a second, every frame once.
+#[test]
+fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
+    let root = Relay::start();
+    let mut leaf = Relay::start_in_cluster_with(&root, &["--drain-timeout", "4s"]);
+    let other = Relay::start_in_cluster(&root);
+    let sender = leaf.publisher(&format!(
+        "backup-urls={}?tls-fingerprint={}",
+        root.url(),
+        root.fingerprint
+    ));
+    wait_announced(&sender.sink);
+    let viewer = leaf.subscriber(&format!(
+        "backup-urls=\"{}?tls-fingerprint={},{}?tls-fingerprint={}\" media-timeout=30000",
+        other.url(),
+        other.fingerprint,
+        root.url(),
+        root.fingerprint
+    ));
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    // Past the drain deadline, when the node has closed.
+    viewer
+        .wait_frames(before + 24 * 8, WAIT)
+        .expect("plays on after the node closed");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    sender.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    let longest = longest_pause(&frames, draining);
+    eprintln!(
+        "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
+        frames.len()
+    );
+    assert!(
+        messages.iter().any(|m| m == "moq-moved reason=goaway"),
+        "moved on GOAWAY: {messages:?}"
+    );
+    for w in frames.windows(2) {
+        assert!(
+            w[1].decode_index > w[0].decode_index,
+            "every frame once, in order"
+        );
+    }
+    assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
+}

@@ -90,9 +90,7 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
 /// A planned restart of the node both the publisher and a viewer are on, the viewer's
 /// backups another node of the cluster and then the root (the publisher's backup). Both
 /// move on GOAWAY; the viewer's new node reaches the publisher through the cluster while
-/// its old session drains and after it closes. Should that route go quiet when the node
-/// closes, the viewer connects to its next backup at once (`moq-moved reason=route-quiet`).
-/// No freeze over a second, every frame once.
+/// its old session drains and after it closes: no freeze over a second, every frame once.
 #[test]
 fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
     let root = Relay::start();

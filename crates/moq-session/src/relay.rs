@@ -60,9 +60,6 @@ pub enum MoveCause {
     Goaway,
     /// The application set a new authorization token.
     AuthToken,
-    /// A viewer's relay route went quiet while its session lived: the next server is
-    /// tried while the route is asked for again.
-    RouteQuiet,
 }
 
 impl MoveCause {
@@ -71,7 +68,6 @@ impl MoveCause {
         match self {
             MoveCause::Goaway => "goaway",
             MoveCause::AuthToken => "auth-token",
-            MoveCause::RouteQuiet => "route-quiet",
         }
     }
 }

@@ -60,14 +60,10 @@ pub fn targets(config: &ReceiverConfig, uri: &str) -> Vec<Server> {
     targets
 }
 
-/// The first target that connects and does not itself say GOAWAY at once (within
-/// [`SETTLE`] of connecting, when `settle`: a move away from a session that still plays
-/// can afford the wait, one from a route gone quiet cannot, and a later GOAWAY moves it
-/// again).
+/// The first target that connects and does not itself say GOAWAY at once.
 pub async fn connect_elsewhere(
     config: &ReceiverConfig,
     targets: Vec<Server>,
-    settle: bool,
 ) -> Result<(Session, Server), String> {
     let mut problems = Vec::new();
     for server in targets {
@@ -80,9 +76,7 @@ pub async fn connect_elsewhere(
         let connecting = moq_session::connect(&server.url, &server.trust, session_config);
         match tokio::time::timeout(CONNECT_ATTEMPT, connecting).await {
             Ok(Ok(session)) => {
-                if settle {
-                    tokio::time::sleep(SETTLE).await;
-                }
+                tokio::time::sleep(SETTLE).await;
                 if session.going_away().is_none() {
                     return Ok((session, server));
                 }

@@ -1042,9 +1042,7 @@ async fn play(
             *presented = fresh_token;
             let targets = vec![current.clone()];
             connecting = Some((
-                tokio::spawn(
-                    async move { moving::connect_elsewhere(&config, targets, true).await },
-                ),
+                tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
                 MoveCause::AuthToken,
             ));
             continue;
@@ -1061,36 +1059,19 @@ async fn play(
                     "{}: no media on the relay's route while the session lives",
                     current.url
                 );
-                let (rerouted, session, track) = (config.clone(), session.clone(), feed.track);
+                let (config, session, track) = (config.clone(), session.clone(), feed.track);
                 rerouting = Some(Rerouting(tokio::spawn(async move {
-                    let again = resubscribe(&rerouted, &session, track, &why).await;
+                    let again = resubscribe(&config, &session, track, &why).await;
                     again.map(|feed| (feed, why)).map_err(|failure| failure.reason)
                 })));
-                // Make before break with a backup: the next server is connected to at
-                // once, and the tracks move there as after GOAWAY if they can before the
-                // wait that tells a route made again from one still broken is over (else
-                // the failover goes there).
-                if let Some(next) = next_server(config, &current) {
-                    let config = ReceiverConfig {
-                        server: current.clone(),
-                        auth_token: presented.clone(),
-                        ..config.clone()
-                    };
-                    connecting = Some((
-                        tokio::spawn(async move { moving::connect_elsewhere(&config, vec![next], false).await }),
-                        MoveCause::RouteQuiet,
-                    ));
-                }
             }
             again = next_rerouted(&mut rerouting) => {
                 rerouting = None;
                 // Make before break: the old route had its chance meanwhile. If it came
                 // back, or nothing answered (a relay that is down), the tracks stay where
                 // they are, and the failover and the media timeout see to a silence that
-                // lasts. A move under way to the next server decides instead.
-                let moving = connecting.is_some() || arrival.target.is_some();
+                // lasts.
                 if let Ok((feed, why)) = again
-                    && !moving
                     && lock(&silence).still_silent()
                 {
                     return Ok(Played::Rerouted(Box::new(feed), why));
@@ -1108,7 +1089,7 @@ async fn play(
                 };
                 let targets = moving::targets(&config, &uri);
                 connecting = Some((
-                    tokio::spawn(async move { moving::connect_elsewhere(&config, targets, true).await }),
+                    tokio::spawn(async move { moving::connect_elsewhere(&config, targets).await }),
                     MoveCause::Goaway,
                 ));
             }
@@ -1304,17 +1285,6 @@ async fn next_rerouted(rerouting: &mut Option<Rerouting>) -> Result<(CatalogFeed
         Some(Rerouting(task)) => task.await.map_err(|e| e.to_string())?,
         None => std::future::pending().await,
     }
-}
-
-/// The server after `current` among the element's servers (the one failing over from it
-/// would try), if there is another.
-fn next_server(config: &ReceiverConfig, current: &Server) -> Option<Server> {
-    let mut rotation = Rotation::new(config);
-    rotation.stand_at(current);
-    rotation
-        .advance()
-        .map(|next| next.server)
-        .filter(|next| next.url.authority() != current.url.authority())
 }
 
 /// Resolves once a relay's route looks quiet: the silence since the latest frame is
@@ -2057,30 +2027,15 @@ mod tests {
         }
     }
 
-    fn config(ports: &[u16]) -> ReceiverConfig {
-        ReceiverConfig {
+    fn rotation(ports: &[u16]) -> Rotation {
+        Rotation::new(&ReceiverConfig {
             server: server(ports[0]),
             backups: ports[1..].iter().map(|&p| server(p)).collect(),
             auth_token: None,
             versions: Versions::default(),
             prefs: TrackPrefs::default(),
             timeout: Duration::from_secs(10),
-        }
-    }
-
-    fn rotation(ports: &[u16]) -> Rotation {
-        Rotation::new(&config(ports))
-    }
-
-    #[test]
-    fn a_quiet_route_moves_to_the_server_after_the_one_in_use() {
-        let next = |ports: &[u16], current| {
-            next_server(&config(ports), &server(current)).map(|s| s.url.port)
-        };
-        assert_eq!(next(&[1, 2, 3], 2), Some(3));
-        assert_eq!(next(&[1, 2, 3], 3), Some(1));
-        // Without a backup there is nowhere to go.
-        assert_eq!(next(&[1], 1), None);
+        })
     }
 
     fn port(next: Option<Next>) -> Option<(u16, bool)> {

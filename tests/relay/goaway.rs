@@ -20,21 +20,7 @@ fn a_viewer_moves_off_a_draining_node_before_it_closes() {
         root.url(),
         root.fingerprint
     ));
-    viewer.wait_frames(48, WAIT).expect("plays");
-    let before = viewer.frames().len();
-    let draining = unix_now();
-    leaf.terminate();
-    viewer
-        .wait_frames(before + 120, WAIT)
-        .expect("plays on from the backup");
-    let messages = viewer.messages.lock().unwrap().clone();
-    viewer.pipeline.set_state(gst::State::Null).unwrap();
-    let frames = viewer.frames();
-    let longest = longest_pause(&frames, draining);
-    eprintln!(
-        "{} frames; longest pause after the drain began {longest:?}; messages {messages:?}",
-        frames.len()
-    );
+    let (frames, messages, draining) = drain(&mut leaf, &viewer, 120);
     assert!(
         messages.iter().any(|m| m == "moq-moved"),
         "moved on GOAWAY: {messages:?}"
@@ -66,23 +52,10 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
     let moved = count_messages(&sender.pipeline, "moq-moved");
     wait_announced(&sender.sink);
     let viewer = root.subscriber("media-timeout=30000");
-    viewer.wait_frames(48, WAIT).expect("plays");
-    let before = viewer.frames().len();
-    let draining = unix_now();
-    leaf.terminate();
     // Past the drain deadline, when the relay has closed the publisher's old session.
-    viewer
-        .wait_frames(before + 24 * 12, WAIT)
-        .expect("plays on from the publisher's new session");
-    let messages = viewer.messages.lock().unwrap().clone();
-    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let (frames, _, draining) = drain(&mut leaf, &viewer, 24 * 12);
     sender.pipeline.set_state(gst::State::Null).unwrap();
-    let frames = viewer.frames();
     let longest = longest_pause(&frames, draining);
-    eprintln!(
-        "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
-        frames.len()
-    );
     assert!(*moved.lock().unwrap() > 0, "the publisher moved on GOAWAY");
     assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
 }
@@ -109,23 +82,10 @@ fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
         root.url(),
         root.fingerprint
     ));
-    viewer.wait_frames(48, WAIT).expect("plays");
-    let before = viewer.frames().len();
-    let draining = unix_now();
-    leaf.terminate();
     // Past the drain deadline, when the node has closed.
-    viewer
-        .wait_frames(before + 24 * 8, WAIT)
-        .expect("plays on after the node closed");
-    let messages = viewer.messages.lock().unwrap().clone();
-    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let (frames, messages, draining) = drain(&mut leaf, &viewer, 24 * 8);
     sender.pipeline.set_state(gst::State::Null).unwrap();
-    let frames = viewer.frames();
     let longest = longest_pause(&frames, draining);
-    eprintln!(
-        "{} frames; longest pause after the drain began {longest:?}; viewer messages {messages:?}",
-        frames.len()
-    );
     assert!(
         messages.iter().any(|m| m == "moq-moved reason=goaway"),
         "moved on GOAWAY: {messages:?}"
@@ -137,4 +97,30 @@ fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
         );
     }
     assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
+}
+
+/// A planned restart of `leaf` once `viewer` plays: SIGTERM, then `frames` more frames,
+/// and the viewer stopped. Its frames and messages, and when the drain began; the longest
+/// pause after it is printed.
+fn drain(
+    leaf: &mut Relay,
+    viewer: &Receiver,
+    frames: usize,
+) -> (Vec<ReceivedFrame>, Vec<String>, Duration) {
+    viewer.wait_frames(48, WAIT).expect("plays");
+    let before = viewer.frames().len();
+    let draining = unix_now();
+    leaf.terminate();
+    viewer
+        .wait_frames(before + frames, WAIT)
+        .expect("plays on through the drain");
+    let messages = viewer.messages.lock().unwrap().clone();
+    viewer.pipeline.set_state(gst::State::Null).unwrap();
+    let frames = viewer.frames();
+    eprintln!(
+        "{} frames; longest pause after the drain began {:?}; viewer messages {messages:?}",
+        frames.len(),
+        longest_pause(&frames, draining)
+    );
+    (frames, messages, draining)
 }

@@ -464,7 +464,7 @@ impl Timeline {
 
     /// The least transit of the tracks' recent frames: no frame plays before it
     /// arrived, so the offset never goes below it.
-    pub fn floor(&self) -> Option<i64> {
+    fn floor(&self) -> Option<i64> {
         let needs = self.adaptive.as_ref()?;
         needs.by_kind.iter().flatten().map(|n| n.floor).max()
     }
@@ -472,7 +472,7 @@ impl Timeline {
     /// The offset an adaptive timeline aims at: what every track needs, less what the
     /// downstream buffering lets a frame be late by, and never below the floor. `latency`
     /// is the floor of the buffering: the fastest frames wait that long downstream.
-    pub fn target(&self) -> Option<i64> {
+    fn target(&self) -> Option<i64> {
         let needs = self.adaptive.as_ref()?;
         let need = needs.by_kind.iter().flatten().map(|n| self.aim(n)).max()?;
         Some(need.max(self.floor()?))

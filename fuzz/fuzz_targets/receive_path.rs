@@ -17,7 +17,7 @@
 
 #![no_main]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use h264::FrameKind;
 use libfuzzer_sys::fuzz_target;
@@ -44,6 +44,9 @@ struct Receiver {
     held: usize,
     /// The layer of the frames pushed, by decode index (the latest with that index).
     layers: HashMap<u64, TrackRole>,
+    /// Decode indices pushed on both layers (a hostile stream): which of them a drop or
+    /// an output was is not known, so they are not checked for decodability.
+    mixed: HashSet<u64>,
     generation: u64,
     last_output: Option<u64>,
     need_key: bool,
@@ -82,6 +85,7 @@ impl Receiver {
             pushed: 0,
             held: 0,
             layers: HashMap::new(),
+            mixed: HashSet::new(),
             generation: 0,
             last_output: None,
             need_key: true,
@@ -107,6 +111,9 @@ impl Receiver {
         self.pushed += 1;
         self.held += 1;
         let replaced = self.layers.insert(header.decode_index, layer);
+        if replaced.is_some_and(|r| r != layer) {
+            self.mixed.insert(header.decode_index);
+        }
         let now = now_at(self.now);
         let frame = Incoming {
             epoch: 0,
@@ -124,6 +131,12 @@ impl Receiver {
                 self.layers.insert(header.decode_index, layer);
             }
         }
+    }
+
+    /// Whether the frame with this decode index is known to be of the base layer.
+    fn is_base(&self, decode_index: u64) -> bool {
+        self.layers.get(&decode_index) == Some(&TrackRole::Base)
+            && !self.mixed.contains(&decode_index)
     }
 
     /// Accounts for the player's events; `output` is the frame a pop just output. Returns
@@ -148,7 +161,7 @@ impl Receiver {
                     self.held -= 1;
                     // Behind the last output it is a copy of a frame already out, or one
                     // the stream has already passed: nothing ahead is missing.
-                    let base = self.layers.get(&decode_index) == Some(&TrackRole::Base);
+                    let base = self.is_base(decode_index);
                     if base && self.last_output.is_some_and(|last| decode_index > last) {
                         self.need_key = true;
                     }
@@ -189,7 +202,7 @@ impl Receiver {
         }
         if key {
             self.need_key = false;
-        } else if self.layers.get(&h.decode_index) == Some(&TrackRole::Base) {
+        } else if self.is_base(h.decode_index) {
             assert!(
                 !self.need_key,
                 "base frame output without a keyframe since a drop"

@@ -462,41 +462,30 @@ impl Timeline {
         self.clock.offset()
     }
 
-    /// The least transit of the tracks' recent frames: no frame plays before it
-    /// arrived, so the offset never goes below it.
-    fn floor(&self) -> Option<i64> {
-        let needs = self.adaptive.as_ref()?;
-        needs.by_kind.iter().flatten().map(|n| n.floor).max()
-    }
-
     /// The offset an adaptive timeline aims at: what every track needs, less what the
-    /// downstream buffering lets a frame be late by, and never below the floor. `latency`
+    /// downstream buffering lets a frame be late by, and never below the floor (the least
+    /// transit of the tracks' recent frames: no frame plays before it arrived). `latency`
     /// is the floor of the buffering: the fastest frames wait that long downstream.
     fn target(&self) -> Option<i64> {
-        let needs = self.adaptive.as_ref()?;
-        let need = needs.by_kind.iter().flatten().map(|n| self.aim(n)).max()?;
-        Some(need.max(self.floor()?))
+        self.floor_and_target(|_| true).map(|(_, target)| target)
     }
 
     /// The least transit and the target of the tracks whose fastest frames arrive before
     /// their slots (all of them, unless one trails, as video does while audio leads), for
     /// telling the buffering those frames get; the floor and target of all when none does.
     pub fn on_time(&self) -> Option<(i64, i64)> {
-        let needs = self.adaptive.as_ref()?;
         let offset = self.clock.offset()?;
-        let on_time = || {
-            needs
-                .by_kind
-                .iter()
-                .flatten()
-                .filter(move |n| n.floor <= offset)
-        };
-        let floor = on_time().map(|n| n.floor).max();
-        let target = on_time().map(|n| self.aim(n)).max();
-        match floor.zip(target) {
-            Some((floor, target)) => Some((floor, target.max(floor))),
-            None => self.floor().zip(self.target()),
-        }
+        self.floor_and_target(|n| n.floor <= offset)
+            .or_else(|| self.floor_and_target(|_| true))
+    }
+
+    /// The floor and the target of the tracks whose needs `keep` selects.
+    fn floor_and_target(&self, keep: impl Fn(&Need) -> bool) -> Option<(i64, i64)> {
+        let needs = self.adaptive.as_ref()?;
+        let kept = || needs.by_kind.iter().flatten().filter(|n| keep(n));
+        let floor = kept().map(|n| n.floor).max()?;
+        let need = kept().map(|n| self.aim(n)).max()?;
+        Some((floor, need.max(floor)))
     }
 
     /// The offset that has a track's frames on time with the downstream buffering.

@@ -100,12 +100,23 @@ pub fn play_listening(pipeline: &gst::Pipeline, sink: &gst::Element) -> u16 {
 }
 
 /// Polls `ready` every 20 ms until it holds; panics naming `what` after [`WAIT`].
-pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, ready: impl FnMut() -> bool) {
+    wait_until_explained(what, ready, String::new);
+}
+
+/// [`wait_until`], and when it panics, says what `state` tells of where things stood, so
+/// a wait that timed out can be traced.
+pub fn wait_until_explained(
+    what: &str,
+    mut ready: impl FnMut() -> bool,
+    state: impl Fn() -> String,
+) {
     let deadline = std::time::Instant::now() + WAIT;
     while !ready() {
         assert!(
             std::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}"
+            "{what}: not within {WAIT:?}; {}",
+            state()
         );
         std::thread::sleep(Duration::from_millis(20));
     }

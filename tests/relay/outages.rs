@@ -191,7 +191,21 @@ fn a_viewer_whose_route_stays_silent_when_asked_again_fails_over_to_its_backup_a
         let messages = viewer.messages.lock().unwrap();
         messages.iter().filter(|m| *m == "moq-connected").count()
     };
-    wait_until("the viewer connects to its backup", || connections() >= 2);
+    wait_until_explained(
+        "the viewer connects to its backup",
+        || connections() >= 2,
+        || {
+            format!(
+                "{} frames, the latest {:?} after the kill; messages {:?}",
+                viewer.frames().len(),
+                viewer
+                    .frames()
+                    .last()
+                    .map(|f| f.output_unix.saturating_sub(killed)),
+                viewer.messages.lock().unwrap()
+            )
+        },
+    );
     let after = viewer.frames().len();
     viewer
         .wait_frames(after + 48, WAIT)

@@ -810,7 +810,9 @@ impl MoqSink {
             if let Some(adapting) = &started.adapting {
                 adapting.abort();
             }
-            started.broadcast.finish();
+            // Stopped without EOS is no end of the stream: the tracks are not ended, so
+            // viewers treat it as a publisher gone (to come back, or to move from) rather
+            // than end their streams.
             if let Link::Listen(server) = &started.link {
                 let drain = Duration::from_millis(lock(&self.settings).drain_timeout_ms.into());
                 if !drain.is_zero() && server.session_count() > 0 {

@@ -287,9 +287,14 @@ impl AvReceiver {
 
     /// Frames of the `kind` track ("video" / "audio") moqsrc let go to bring its playout
     /// delay down (`frames-drained` in its `stats`): missing from the output on purpose.
-    pub fn drained(&self, kind: &str) -> usize {
+    /// moqsrc's `stats`.
+    pub fn stats(&self) -> gst::Structure {
         let src = self.pipeline.by_name("s").expect("moqsrc");
-        let stats = src.property::<gst::Structure>("stats");
+        src.property::<gst::Structure>("stats")
+    }
+
+    pub fn drained(&self, kind: &str) -> usize {
+        let stats = self.stats();
         let tracks = stats.get::<gst::Array>("tracks").expect("tracks in stats");
         tracks
             .iter()
@@ -431,15 +436,45 @@ fn av_skew_ms(
         .collect()
 }
 
-/// Holes in the audio the receiver output, ms: where a frame starts later than the
-/// previous one ended, by more than `longer_than`.
-pub fn audio_gaps_ms(audio: &[OutFrame], longer_than: Duration) -> Vec<f64> {
+/// A hole the receiver cut into the audio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AudioGap {
+    /// How much longer the hole is than the one the sender's audio had there, ms.
+    pub ms: f64,
+    /// The hole the sender's own audio had there (a live source whose thread was
+    /// starved stamps its next buffer later), ms.
+    pub at_source_ms: f64,
+    /// The track position of the frame before the hole.
+    pub after: u64,
+    /// Where the hole starts, in media time from the first frame output, s.
+    pub at_s: f64,
+}
+
+/// Holes the receiver cut into the audio it output: where a frame starts later than the
+/// previous one ended by more than `longer_than` beyond what the sender's audio (`sent`)
+/// had between the same two frames.
+pub fn audio_gaps(sent: &[SentFrame], audio: &[OutFrame], longer_than: Duration) -> Vec<AudioGap> {
     let limit = longer_than.as_micros() as i64;
+    let start = audio.first().map_or(0, |f| f.pts_us);
+    let hole = |a_pts: i64, a_duration: i64, b_pts: i64| b_pts - (a_pts + a_duration);
     audio
         .windows(2)
-        .map(|w| w[1].pts_us - (w[0].pts_us + w[0].duration_us))
-        .filter(|gap| *gap > limit)
-        .map(|gap| gap as f64 / 1000.0)
+        .filter_map(|w| {
+            let output = hole(w[0].pts_us, w[0].duration_us, w[1].pts_us);
+            let at_source = match (
+                sent.get(w[0].offset as usize),
+                sent.get(w[1].offset as usize),
+            ) {
+                (Some(a), Some(b)) => hole(a.pts_us, a.duration_us, b.pts_us).max(0),
+                _ => 0,
+            };
+            (output - at_source > limit).then(|| AudioGap {
+                ms: (output - at_source) as f64 / 1000.0,
+                at_source_ms: at_source as f64 / 1000.0,
+                after: w[0].offset,
+                at_s: (w[0].pts_us + w[0].duration_us - start) as f64 / 1e6,
+            })
+        })
         .collect()
 }
 
@@ -477,7 +512,11 @@ pub fn play_congested(
         receiver.video.lock().unwrap(),
         receiver.audio.lock().unwrap(),
     );
-    let gaps = audio_gaps_ms(&audio.outputs, Duration::from_millis(60));
+    let gaps = audio_gaps(
+        &sender.audio.lock().unwrap(),
+        &audio.outputs,
+        Duration::from_millis(60),
+    );
     let (a_got, a_span) = received_span(&audio.outputs);
     // Video frames after the jumps land on the audio's timeline.
     let Skew {

@@ -65,6 +65,41 @@ fn count_messages(pipeline: &gst::Pipeline, name: &'static str) -> Arc<Mutex<usi
     counted
 }
 
+/// The moq-relay processes running on this machine, each as its pid and the addresses
+/// it was given (`--listen`, `--cluster-connect`): says, when a wait times out, which
+/// nodes were up.
+fn relays_running() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if !args.first()?.ends_with("moq-relay") {
+                return None;
+            }
+            let given = |flag: &str| {
+                let at = args.iter().position(|a| a == flag)?;
+                args.get(at + 1).map(|v| format!("{flag} {v}"))
+            };
+            let addresses: Vec<String> = ["--listen", "--cluster-connect"]
+                .into_iter()
+                .filter_map(given)
+                .collect();
+            Some(format!(
+                "{}: {}",
+                entry.file_name().to_string_lossy(),
+                addresses.join(" ")
+            ))
+        })
+        .collect()
+}
+
 /// A moq-relay on 127.0.0.1 with its own self-signed certificate.
 struct Relay {
     child: Option<Child>,

@@ -195,14 +195,28 @@ fn a_viewer_whose_route_stays_silent_when_asked_again_fails_over_to_its_backup_a
         "the viewer connects to its backup",
         || connections() >= 2,
         || {
+            let frames = viewer.frames();
+            let after: Vec<_> = frames.iter().filter(|f| f.output_unix > killed).collect();
+            let discont: Vec<u64> = after
+                .iter()
+                .filter(|f| f.discont)
+                .map(|f| f.decode_index)
+                .collect();
             format!(
-                "{} frames, the latest {:?} after the kill; messages {:?}",
-                viewer.frames().len(),
-                viewer
-                    .frames()
-                    .last()
-                    .map(|f| f.output_unix.saturating_sub(killed)),
-                viewer.messages.lock().unwrap()
+                "{} frames, {} after the kill (decode indices {:?} to {:?}, DISCONT at {:?}), \
+                 the latest {:?} after it; messages {:?}; ports: root {}, node {}, backup {}; \
+                 moq-relay running: {:?}",
+                frames.len(),
+                after.len(),
+                after.first().map(|f| f.decode_index),
+                after.last().map(|f| f.decode_index),
+                discont,
+                after.last().map(|f| f.output_unix.saturating_sub(killed)),
+                viewer.messages.lock().unwrap(),
+                root.port,
+                leaf.port,
+                backup.port,
+                crate::relays_running()
             )
         },
     );

@@ -245,7 +245,15 @@ impl PlayoutClock {
                 ..TrackPlayout::default()
             };
         }
-        let slot = self.slot(dts).filter(|_| anchoring != Anchoring::Always);
+        // Media the timeline maps before running time 0 (this receiver started after the
+        // sender, and the media is older than what anchored the timeline) is as late as
+        // media gets: its slot is the start, not none. Only a timeline without an
+        // anchor has no slot for it, and only then may a frame that must not move the
+        // timeline start it.
+        let slot = self
+            .slot(dts)
+            .or_else(|| self.anchor.map(|_| 0))
+            .filter(|_| anchoring != Anchoring::Always);
         let on_time = |running: &u64| running.saturating_add(self.latency_ns) >= now;
         let late = slot.as_ref().is_some_and(|r| !on_time(r));
         let kept = match anchoring {

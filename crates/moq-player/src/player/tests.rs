@@ -122,7 +122,12 @@ impl Sim {
     /// A frame captured at its media time (running time = media time) that arrives
     /// `delay` later.
     fn frame(&mut self, track: TrackId, header: FrameHeader, size: usize, delay: u64) {
-        let arrival = header.dts as u64 * 1_000 + delay;
+        self.frame_at(track, header, size, header.dts as u64 * 1_000 + delay);
+    }
+
+    /// A frame that arrives at running time `arrival`, whatever its media time (the
+    /// receiver's pipeline started later than the sender's: its running time is behind).
+    fn frame_at(&mut self, track: TrackId, header: FrameHeader, size: usize, arrival: u64) {
         let incoming = Incoming {
             epoch: 0,
             group: header.base_group,
@@ -788,4 +793,44 @@ fn the_buffering_reported_while_audio_leads_is_the_audios() {
         (90.0..=audio).contains(&playout.delay_ms),
         "{playout:?}, audio latency {audio} ms"
     );
+}
+
+#[test]
+fn a_video_starting_behind_the_audio_it_joined_does_not_move_it() {
+    // The receiver's pipeline started after the sender's, so media time is ahead of its
+    // running time (by 500 ms here). Audio joined mid-stream (media 520 ms, the group
+    // under way) and, the first catalog listing it alone, anchored the timeline at
+    // running time 20 ms. The video came with the next catalog; its encoder started
+    // late, so its first frames (media 0 on) come in a burst from 600 ms in, and it is
+    // live by its 34th frame. On the audio's mapping those first frames' slots lie before
+    // running time 0: they are that late, which is no reason to move the audio; the
+    // video then plays on time with it.
+    let mut sim = Sim::adaptive(100);
+    let a = sim.track("audio", MediaKind::Audio);
+    const AHEAD_US: i64 = 500_000;
+    let live = |media: i64| (media - AHEAD_US + 20_000).max(0) as u64 * 1_000;
+    for i in 0..250u64 {
+        let media = 520_000 + i as i64 * AUDIO_FRAME_US;
+        sim.frame_at(a, audio_header(i, media), 160, live(media));
+    }
+    sim.run_until(100 * MS);
+    let v = sim.track("video", MediaKind::Video);
+    for i in 0..120u64 {
+        let media = i as i64 * VIDEO_FRAME_US;
+        let burst = 600 * MS + i * 10 * MS;
+        sim.frame_at(v, video_header(i, media), 1_000, burst.max(live(media)));
+    }
+    sim.run_until(6_000 * MS);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    let holes = audio_holes_ms(&audio, 60);
+    assert!(holes.is_empty(), "audio holes {holes:?} ms");
+    assert_eq!(audio.len(), 250);
+    let late_once_live = video
+        .iter()
+        .filter(|o| o.media >= 2_000_000 && o.at > o.dts + sim.latency_ns)
+        .count();
+    assert!(video.len() > 60, "video output {} frames", video.len());
+    assert_eq!(late_once_live, 0, "video late once live");
+    let skew = worst_skew_ms(&video, &audio);
+    assert!(skew <= 1.0, "A/V skew {skew} ms");
 }

@@ -700,8 +700,8 @@ pub struct Receiver {
     /// Width of every decoded picture, from its caps.
     pub widths: Arc<Mutex<Vec<i32>>>,
     /// Names of the element messages posted so far (`moq-connected` also as
-    /// `moq-connected draft=N`, `moq-rendition` also as `moq-rendition to=NAME
-    /// reason=WHY`), and `warning from ...` lines.
+    /// `moq-connected draft=N`, one with a `url` also as `NAME url=URL`, `moq-rendition`
+    /// also as `moq-rendition to=NAME reason=WHY`), and `warning from ...` lines.
     pub messages: Arc<Mutex<Vec<String>>>,
 }
 
@@ -790,6 +790,9 @@ impl Receiver {
                             names.push(s.name().to_string());
                             if let Ok(draft) = s.get::<u32>("draft") {
                                 names.push(format!("{} draft={draft}", s.name()));
+                            }
+                            if let Ok(url) = s.get::<&str>("url") {
+                                names.push(format!("{} url={url}", s.name()));
                             }
                             match (s.get::<&str>("to"), s.get::<&str>("reason")) {
                                 (Ok(to), Ok(reason)) => {

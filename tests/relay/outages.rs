@@ -175,6 +175,11 @@ fn a_viewer_whose_route_stays_silent_when_asked_again_fails_over_to_its_backup_a
     let second = backup.publisher("");
     wait_announced(&first.sink);
     wait_announced(&second.sink);
+    // The root learns of the broadcast from the node a moment after the node has it: a
+    // viewer asking before then would find nothing there and go to its backup at once.
+    root.subscriber("media-timeout=30000")
+        .wait_frames(1, WAIT)
+        .expect("the root carries the broadcast");
     let viewer = root.subscriber(&format!(
         "backup-urls={}?tls-fingerprint={} media-timeout=30000",
         backup.url(),
@@ -183,6 +188,11 @@ fn a_viewer_whose_route_stays_silent_when_asked_again_fails_over_to_its_backup_a
     viewer
         .wait_frames(48, WAIT)
         .expect("plays through the node");
+    assert_eq!(
+        viewer.messages_where(|m| m.starts_with("moq-connected url=")),
+        [format!("moq-connected url={}", root.url())],
+        "the viewer plays through the root"
+    );
     let killed = unix_now();
     leaf.kill();
     // Frames received before the kill may still be on their way out (a loaded machine):

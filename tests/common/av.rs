@@ -285,14 +285,14 @@ impl AvReceiver {
         }
     }
 
-    /// Frames of the `kind` track ("video" / "audio") moqsrc let go to bring its playout
-    /// delay down (`frames-drained` in its `stats`): missing from the output on purpose.
     /// moqsrc's `stats`.
     pub fn stats(&self) -> gst::Structure {
         let src = self.pipeline.by_name("s").expect("moqsrc");
         src.property::<gst::Structure>("stats")
     }
 
+    /// Frames of the `kind` track ("video" / "audio") moqsrc let go to bring its playout
+    /// delay down (`frames-drained` in its `stats`): missing from the output on purpose.
     pub fn drained(&self, kind: &str) -> usize {
         let stats = self.stats();
         let tracks = stats.get::<gst::Array>("tracks").expect("tracks in stats");

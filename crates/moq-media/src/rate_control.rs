@@ -28,11 +28,14 @@
 //! - **Cut** at once to a limit below the goal, then **hold**: no further cut until the
 //!   encoder's lag and half a second have passed (the queue keeps growing until the cut
 //!   shows in the output, and a second cut then would answer the first one's delay, not the
-//!   path), unless the path collapses further (a limit below 70 % of the cut's) or its
+//!   path), unless the path collapses further (a limit below 70 % of the cut's), its
 //!   transport holds data back (that signal is what gets through against what the
-//!   encoder makes, not a queue that keeps growing until a cut shows). A dip that
-//!   the cut answers late costs a few late frames, which skip-forward and `max-backlog`
-//!   absorb; a sustained lower rate is followed.
+//!   encoder makes, not a queue that keeps growing until a cut shows), or, with no
+//!   standing queue, a delivery rate measured since sets a limit 10 % below the cut's (a
+//!   rate measured on busy time is the path's: a smoothed estimate still falling toward a
+//!   link that dropped is followed, not held). A dip that the cut answers late costs a
+//!   few late frames, which skip-forward and `max-backlog` absorb; a sustained lower rate
+//!   is followed.
 //! - **Rise** toward a measured limit above the goal by half the gap per second (at least
 //!   12 %/s), once the hold after a cut is over; no higher than the least limit measured
 //!   over the last 2 s plus twice the encoder's lag, so a path whose rate swings from
@@ -72,7 +75,8 @@ pub use encoder::EncoderModel;
 /// Share of a path's delivery rate the media may use: QUIC's and MoQ's headers and a
 /// keyframe's burst must fit in the rest. At 85 % the stream stayed at 78 % of a stepped
 /// link's mean (the benchmark's cascade) for every encoder, with no queue to show for the
-/// other 15 %; at 90 %, 82–83 %, at the same latency.
+/// other 15 %; at 90 %, 82–83 %, at the same latency, but about a point more of the frames
+/// lost on links that swing every second or few (less room for the next trough).
 const HEADROOM: f64 = 0.9;
 /// A trough above this (plus a packet's serialisation) is a standing queue.
 const QUEUE_HIGH_US: u64 = 80_000;
@@ -86,6 +90,11 @@ const QUEUE_CLEAR_US: u64 = 30_000;
 const LOSS_HIGH: f64 = 0.05;
 /// What an overloaded path allows, as a share of what it carries.
 const BACKOFF: f64 = 0.8;
+/// Within the hold after a cut, a delivery rate measured this far below the cut's level
+/// (its limit, as a share) cuts again: far enough below to be the path falling, not an
+/// estimate's noise (on a constant link, the estimates of any 3 s stayed within 10 % of
+/// each other nearly all the time).
+const REMEASURED_FALL: f64 = 0.1;
 /// Within the hold after a cut, a limit below this share of the cut's level cuts again;
 /// a transport holding data back that gets less than this share of the encoder's output
 /// through is overloaded.
@@ -558,11 +567,17 @@ impl RateController {
                 .is_some_and(|t| now_us < t.saturating_add(lag).saturating_add(CUT_SETTLE_US));
             if path.limit < self.goal * (1.0 - MIN_CHANGE) {
                 // Measured lately to carry less than the stream, though no queue stands
-                // yet.
+                // yet. Within the hold after a cut, only a measurement well below the
+                // cut's level: a rate measured on busy time is the path's, not an echo of
+                // the cut's delay, and one still falling (a smoothed estimate following a
+                // link that dropped) is followed down without waiting for the encoder.
                 if holding {
-                    return None;
+                    if path.limit >= self.cut_level * (1.0 - REMEASURED_FALL) {
+                        return None;
+                    }
+                } else {
+                    self.failure = Some((self.goal, now_us));
                 }
-                self.failure = Some((self.goal, now_us));
                 self.cut_to(now_us, path.limit);
                 return Some(Change::Cut);
             }

@@ -378,6 +378,37 @@ fn policies_choose_the_slowest_or_the_median_subscriber() {
 }
 
 #[test]
+fn a_delivery_rate_still_falling_after_a_cut_is_followed_within_the_hold() {
+    // The link drops from 1000 to 650 kbit/s; the smoothed estimate follows it over a
+    // second, no queue stands. The first cut comes on the estimate's first fall; each
+    // later measurement 10 % below the cut's level cuts again, well before the hold (the
+    // prior lag of 1 s and half a second) is over.
+    let estimate = |t: f64| 1000.0 - 350.0 * ((t - 1.0) / 1.0).clamp(0.0, 1.0);
+    let mut c = RateController::new(RateConfig {
+        start_bps: 900_000,
+        ..config()
+    });
+    let trace = run(&mut c, 0.0, 2.2, |t| vec![path(estimate(t) as u64, 10)]);
+    let first_cut = trace.iter().find(|(_, r)| *r < 900_000).unwrap().0;
+    let hold_over = first_cut + (c.encoder().lag_us() + CUT_SETTLE_US) as f64 / 1e6;
+    let followed = HEADROOM * 650e3 / (1.0 - REMEASURED_FALL);
+    let (t, r) = *trace.last().unwrap();
+    assert!(t < hold_over, "{trace:?}");
+    assert!((r as f64) <= followed, "{trace:?}");
+    // A measurement that stays within 10 % of the cut's level is held.
+    let cuts = trace.windows(2).filter(|w| w[1].1 < w[0].1).count();
+    assert!((2..=4).contains(&cuts), "{trace:?}");
+    let mut c = RateController::new(RateConfig {
+        start_bps: 900_000,
+        ..config()
+    });
+    c.update(S, &[path(800, 10)]);
+    let cut = c.target_bps();
+    let trace = run(&mut c, 1.1, 1.0, |_| vec![path(760, 10)]);
+    assert!(trace.iter().all(|(_, r)| *r == cut), "{trace:?}");
+}
+
+#[test]
 fn no_rise_right_after_a_cut() {
     let mut c = RateController::new(config());
     c.update(S, &[path(400, 10)]);
@@ -617,10 +648,12 @@ fn cuts(s: &Sim, from: f64) -> Vec<(f64, u64)> {
 }
 
 #[test]
-fn a_cut_is_held_until_the_encoder_could_answer_unless_the_path_collapses() {
+fn a_cut_is_held_until_the_encoder_could_answer_unless_the_path_falls_further() {
     // The lookahead encoder on a link that falls to 40 %: the queue keeps growing for the
-    // lag after a cut. Within a hold only a collapse (a limit below 70 % of the cut's) cuts
-    // again, and the target settles where the link is instead of walking to the floor.
+    // lag after a cut. Within a hold only a collapse (a limit below 70 % of the cut's) or
+    // a delivery rate measured since, still falling to the link, cuts again (to what the
+    // path carries, never below: that would be the cut's own delay answered), and the
+    // target settles where the link is instead of walking to the floor.
     let mut s = sim(SimEncoder::lookahead(), |t| {
         if t < 20 * S { 1000e3 } else { 400e3 }
     });
@@ -632,7 +665,7 @@ fn a_cut_is_held_until_the_encoder_could_answer_unless_the_path_collapses() {
     for w in after.windows(2) {
         let ((t0, a), (t1, b)) = (w[0], w[1]);
         assert!(
-            t1 >= t0 + hold || (b as f64) < COLLAPSE * a as f64,
+            t1 >= t0 + hold || (b as f64) < COLLAPSE * a as f64 || b as f64 >= 0.85 * 400e3,
             "{after:?}"
         );
     }

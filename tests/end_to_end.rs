@@ -25,7 +25,7 @@ fn every_frame_after_joining_is_decoded_in_order() {
 }
 
 /// moq-dev's format between our elements: every frame, B-frames included (their decode
-/// times derived from the order they come in), and the availability meta from the
+/// times derived per group from the order they come in), and the availability meta from the
 /// catalog's clock.
 #[test]
 fn the_hang_format_plays_every_frame_on_our_moqsrc() {

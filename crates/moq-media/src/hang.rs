@@ -396,37 +396,57 @@ fn loc_timestamp(cursor: &mut &[u8]) -> Result<u64, HangError> {
     u64::try_from(us).map_err(|_| HangError::TimeRange)
 }
 
-/// Decode timestamps for a stream that carries only presentation timestamps, from the
-/// order frames come in: never decreasing and never above a frame's PTS while the
-/// stream reorders by no more than its measured (or, in its first GoP, assumed) delay.
-/// At a keyframe the DTS restarts at PTS minus that delay; between keyframes it steps by
-/// a frame duration, capped by the PTS.
+/// Decode timestamps for a stream that carries only presentation timestamps, derived per
+/// group (a group is a GoP, its frames in decode order): never decreasing within a group
+/// and never above a frame's PTS while the stream reorders by no more than its measured
+/// (or, in its first GoP, assumed) delay. At a group's keyframe the DTS starts at PTS minus
+/// that delay (and no earlier than what the group before has reached); within a group it
+/// steps by a frame duration, capped by the PTS.
+///
+/// Groups travel on streams of their own, so a group's keyframe may arrive before the
+/// last frames of the group before (a sender flushing its encoder at the end of a stream
+/// sends both within a millisecond). Derived in arrival order, across groups, those
+/// last frames would step on from the newer keyframe: decode times ahead of their
+/// presentation times, and ahead of the frames that follow them in decode order.
 ///
 /// The delay is measured per GoP: a frame `n` frames after the keyframe would be shown at
 /// `key + n·frame` without reordering; how much earlier it is shown is how long the decoder
 /// must hold it.
 #[derive(Debug, Clone)]
 pub struct DtsFromPts {
-    last_dts: Option<i64>,
+    /// The groups seen lately, by group number.
+    groups: BTreeMap<u64, GroupDts>,
     /// Recent presentation times: the smallest gap between any two is a frame.
     recent_pts: VecDeque<i64>,
     /// The frame duration known beforehand (the catalog's rate, or 30 fps).
     prior_us: i64,
     /// The reordering delay of the last whole GoP.
     reorder_us: Option<i64>,
-    /// The current GoP's keyframe PTS, frames since it, and its delay so far.
-    gop: Option<(i64, i64, i64)>,
+}
+
+/// Where the decode times of one group stand.
+#[derive(Debug, Clone, Copy)]
+struct GroupDts {
+    /// The keyframe's PTS: `None` when the group's first frame seen was not one.
+    key_pts: Option<i64>,
+    /// Frames read since the keyframe.
+    after_key: i64,
+    /// How long the group's frames so far must be held for reordering.
+    delay: i64,
+    last_dts: Option<i64>,
+    /// A newer group has begun: this one's delay counted already, and now only raises
+    /// the one known.
+    closed: bool,
 }
 
 impl DtsFromPts {
     /// `frame_us`: the frame duration the catalog implies, if any.
     pub fn new(frame_us: Option<i64>) -> DtsFromPts {
         DtsFromPts {
-            last_dts: None,
+            groups: BTreeMap::new(),
             recent_pts: VecDeque::with_capacity(RECENT_PTS),
             prior_us: frame_us.filter(|d| *d > 0).unwrap_or(DEFAULT_FRAME_US),
             reorder_us: None,
-            gop: None,
         }
     }
 
@@ -443,48 +463,86 @@ impl DtsFromPts {
             .unwrap_or(self.prior_us)
     }
 
-    pub fn next(&mut self, pts: i64, key: bool) -> i64 {
+    /// The DTS of a frame of `group` presented at `pts`; `key`: it is the group's
+    /// keyframe.
+    pub fn next(&mut self, group: u64, pts: i64, key: bool) -> i64 {
         if self.recent_pts.len() == RECENT_PTS {
             self.recent_pts.pop_front();
         }
         self.recent_pts.push_back(pts);
         let frame = self.frame_us();
-        match &mut self.gop {
-            Some((_, n, delay)) if key => {
-                // Measured with the frame duration known by now: a first GoP's early
-                // frames may have overestimated it. A GoP cut short (e.g. a keyframe
-                // forced for a new viewer) shows too little of the stream's structure.
-                if *n + 1 >= MEASURED_GOP_FRAMES {
-                    self.reorder_us = Some(*delay);
-                } else if let Some(known) = &mut self.reorder_us {
-                    *known = (*known).max(*delay);
-                }
-                self.gop = Some((pts, 0, 0));
+        if !self.groups.contains_key(&group) {
+            if key {
+                self.close_groups_before(group);
             }
-            None if key => self.gop = Some((pts, 0, 0)),
-            Some((_, n, _)) => *n += 1,
-            None => {}
+            let newer_seen = self.groups.range(group..).next().is_some();
+            self.groups.insert(
+                group,
+                GroupDts {
+                    key_pts: key.then_some(pts),
+                    after_key: 0,
+                    delay: 0,
+                    last_dts: None,
+                    closed: newer_seen,
+                },
+            );
+            while self.groups.len() > GROUPS_TRACKED {
+                self.groups.pop_first();
+            }
         }
-        if let Some((key_pts, n, delay)) = &mut self.gop {
-            let early = key_pts.saturating_add(n.saturating_mul(frame)) - pts;
-            *delay = (*delay).max(early).min(MAX_REORDER_US);
+        let before = self
+            .groups
+            .range(..group)
+            .next_back()
+            .and_then(|(_, g)| g.last_dts);
+        let assumed = ASSUMED_REORDER_FRAMES * self.prior_us;
+        let Some(g) = self.groups.get_mut(&group) else {
+            // Older than every group followed: derived on its own.
+            return pts - self.reorder_us.unwrap_or(assumed);
+        };
+        if let Some(key_pts) = g.key_pts {
+            let early = key_pts.saturating_add(g.after_key.saturating_mul(frame)) - pts;
+            g.delay = g.delay.max(early).min(MAX_REORDER_US);
+            g.after_key += 1;
+            if g.closed
+                && let Some(known) = &mut self.reorder_us
+            {
+                *known = (*known).max(g.delay);
+            }
         }
-        let gop_delay = self.gop.map_or(0, |(_, _, d)| d);
         // Until a whole GoP has been seen, assume B-pyramids as common encoders make them.
-        let delay = gop_delay.max(
-            self.reorder_us
-                .unwrap_or(ASSUMED_REORDER_FRAMES * self.prior_us),
-        );
+        let delay = g.delay.max(self.reorder_us.unwrap_or(assumed));
         // Stepping too little is safe (DTS lags, and keyframes catch up); too much is not,
         // and the first gaps seen may span several frames.
         let step = frame.min(self.prior_us);
-        let dts = match self.last_dts {
-            None => pts - delay,
-            Some(last) if key => (pts - delay).max(last),
-            Some(last) => last.saturating_add(step).min(pts).max(last),
+        let after = |last: i64| last.saturating_add(step).min(pts).max(last);
+        let dts = match (g.last_dts, before) {
+            (Some(last), _) => after(last),
+            (None, Some(before)) if key => (pts - delay).max(before),
+            // A group whose keyframe is missing goes on from the group before.
+            (None, Some(before)) => after(before),
+            (None, None) => pts - delay,
         };
-        self.last_dts = Some(dts);
+        g.last_dts = Some(dts);
         dts
+    }
+
+    /// A group's keyframe came: the groups before it have shown their reordering.
+    fn close_groups_before(&mut self, group: u64) {
+        for g in self.groups.range_mut(..group).map(|(_, g)| g) {
+            if g.closed || g.key_pts.is_none() {
+                continue;
+            }
+            g.closed = true;
+            // Measured with the frame duration known by now: a first GoP's early frames
+            // may have overestimated it. A GoP cut short (e.g. a keyframe forced for a new
+            // viewer) shows too little of the stream's structure.
+            if g.after_key >= MEASURED_GOP_FRAMES {
+                self.reorder_us = Some(g.delay);
+            } else if let Some(known) = &mut self.reorder_us {
+                *known = (*known).max(g.delay);
+            }
+        }
     }
 }
 
@@ -580,7 +638,7 @@ impl HangReader {
             };
             let index = relative << OBJECT_BITS | object;
             self.remember(group, index);
-            let dts = self.dts.next(pts, kind == FrameKind::Key);
+            let dts = self.dts.next(group, pts, kind == FrameKind::Key);
             FrameHeader {
                 kind,
                 slice_type: info.slice_type,
@@ -860,7 +918,7 @@ mod tests {
         let dts: Vec<i64> = pts
             .iter()
             .enumerate()
-            .map(|(i, &p)| d.next(p * 40_000, i == 0 || i == 7))
+            .map(|(i, &p)| d.next(u64::from(i >= 7), p * 40_000, i == 0 || i == 7))
             .collect();
         assert!(dts.windows(2).all(|w| w[0] <= w[1]), "{dts:?}");
         for (i, (&p, &t)) in pts.iter().zip(&dts).enumerate() {
@@ -869,7 +927,9 @@ mod tests {
         assert_eq!(d.frame_us(), 40_000);
         // A stream without reordering: DTS = PTS once a GoP showed it.
         let mut d = DtsFromPts::new(Some(40_000));
-        let dts: Vec<i64> = (0..25).map(|i| d.next(i * 40_000, i % 10 == 0)).collect();
+        let dts: Vec<i64> = (0..25)
+            .map(|i| d.next(i as u64 / 10, i * 40_000, i % 10 == 0))
+            .collect();
         assert!(dts.iter().enumerate().all(|(i, t)| *t <= i as i64 * 40_000));
         let presented: Vec<i64> = (10..25).map(|i| i * 40_000).collect();
         assert_eq!(dts[10..], presented[..]);
@@ -885,7 +945,7 @@ mod tests {
         for round in 0..3 {
             for (i, &p) in gop.iter().enumerate() {
                 let pts = (round * 9 + p) * 40_000;
-                let dts = d.next(pts, i == 0);
+                let dts = d.next(round as u64, pts, i == 0);
                 assert!(dts >= last);
                 last = dts;
                 assert!(dts <= pts, "round {round} frame {i}: {dts} > {pts}");
@@ -894,10 +954,40 @@ mod tests {
         assert_eq!(d.reorder_us, Some(3 * 40_000));
         // A GoP of one frame (a keyframe forced for a new viewer) measures nothing.
         let mut d = DtsFromPts::new(Some(40_000));
-        d.next(0, true);
+        d.next(0, 0, true);
         for (i, &p) in gop.iter().enumerate() {
             let pts = (1 + p) * 40_000;
-            assert!(d.next(pts, i == 0) <= pts, "frame {i}");
+            assert!(d.next(1, pts, i == 0) <= pts, "frame {i}");
+        }
+    }
+
+    #[test]
+    fn a_keyframe_ahead_of_the_last_frames_of_the_group_before_leaves_their_decode_times() {
+        // I0 P3 B1 B2 P6 B4 B5 P9 B7 B8 | I12 P15 B13 B14, as an encoder flushing at the
+        // end of a stream sends it: the new group's first frames within a millisecond of
+        // the last ones of the group before, on another stream, and arriving first.
+        let pts = [0, 3, 1, 2, 6, 4, 5, 9, 7, 8, 12, 15, 13, 14];
+        let group = |i: usize| u64::from(i >= 10);
+        let derive = |order: &[usize]| {
+            let mut d = DtsFromPts::new(Some(40_000));
+            let mut dts = [0; 14];
+            for &i in order {
+                dts[i] = d.next(group(i), pts[i] * 40_000, i == 0 || i == 10);
+            }
+            dts
+        };
+        let in_order: Vec<usize> = (0..14).collect();
+        let expected = derive(&in_order);
+        assert!(expected.windows(2).all(|w| w[0] <= w[1]), "{expected:?}");
+        // The last three frames of the first group after the second group's first two.
+        let overtaken = [0, 1, 2, 3, 4, 5, 6, 10, 11, 7, 8, 9, 12, 13];
+        let dts = derive(&overtaken);
+        // The first group's frames as if nothing had overtaken them; the second group's
+        // after them and, as every frame's, at or below the PTS.
+        assert_eq!(dts[..10], expected[..10]);
+        assert!(dts.windows(2).all(|w| w[0] <= w[1]), "{dts:?}");
+        for i in 0..14 {
+            assert!(dts[i] <= pts[i] * 40_000, "frame {i}: {dts:?}");
         }
     }
 

@@ -287,7 +287,7 @@ impl PlayoutClock {
             .slot(pts)
             .unwrap_or(dts_running.saturating_add(pts_offset));
         // Decode timestamps must never go backwards, whatever the sender did (or a
-        // receiver that derived them in arrival order); the frame is still shown at its
+        // receiver that derived them from presentation times); the frame is still shown at its
         // slot, unless that would precede its decoding.
         let dts_running = track.last_dts.map_or(dts_running, |l| dts_running.max(l));
         track.last_dts = Some(dts_running);

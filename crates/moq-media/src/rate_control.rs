@@ -494,7 +494,6 @@ impl RateController {
     }
 
     fn overloaded(&mut self, now_us: u64, path: View) -> Option<Change> {
-        let lag = self.model.lag_us();
         self.probes_carried = 0;
         if let Some(probe) = self.probe.take() {
             // The step was too much: back to where it came from (or lower, if the path
@@ -518,9 +517,7 @@ impl RateController {
             self.cut_to(now_us, path.limit.min(probe.from));
             return Some(Change::Cut);
         }
-        let holding = self
-            .last_cut_us
-            .is_some_and(|t| now_us < t.saturating_add(lag).saturating_add(CUT_SETTLE_US));
+        let holding = self.holding(now_us);
         let collapsing = path.limit < COLLAPSE * self.cut_level;
         // A transport holding data back is not held for: its signal is what gets through
         // against what the encoder makes, not a queue that grows until a cut shows, so
@@ -536,6 +533,16 @@ impl RateController {
         self.next_probe_us = self.next_probe_us.max(now_us);
         self.cut_to(now_us, path.limit);
         Some(Change::Cut)
+    }
+
+    /// Whether a cut is still held at `now_us`: until the encoder could have answered it,
+    /// and the path shown it.
+    fn holding(&self, now_us: u64) -> bool {
+        self.last_cut_us.is_some_and(|t| {
+            now_us
+                < t.saturating_add(self.model.lag_us())
+                    .saturating_add(CUT_SETTLE_US)
+        })
     }
 
     fn cut_to(&mut self, now_us: u64, limit: f64) {
@@ -562,9 +569,7 @@ impl RateController {
             }
         }
         if path.fresh && path.limit.is_finite() {
-            let holding = self
-                .last_cut_us
-                .is_some_and(|t| now_us < t.saturating_add(lag).saturating_add(CUT_SETTLE_US));
+            let holding = self.holding(now_us);
             if path.limit < self.goal * (1.0 - MIN_CHANGE) {
                 // Measured lately to carry less than the stream, though no queue stands
                 // yet. Within the hold after a cut, only a measurement well below the

@@ -666,7 +666,7 @@ fn a_cut_is_held_until_the_encoder_could_answer_unless_the_path_falls_further() 
     for w in after.windows(2) {
         let ((t0, a), (t1, b)) = (w[0], w[1]);
         assert!(
-            t1 >= t0 + hold || (b as f64) < COLLAPSE * a as f64 || b as f64 >= 0.85 * 400e3,
+            t1 >= t0 + hold || (b as f64) < COLLAPSE * a as f64 || b as f64 >= HEADROOM * 400e3,
             "{after:?}"
         );
     }

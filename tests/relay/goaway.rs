@@ -62,8 +62,11 @@ fn a_publisher_moves_off_a_draining_node_before_it_closes() {
 
 /// A planned restart of the node both the publisher and a viewer are on, the viewer's
 /// backups another node of the cluster and then the root (the publisher's backup). Both
-/// move on GOAWAY; the viewer's new node reaches the publisher through the cluster while
-/// its old session drains and after it closes: no freeze over a second, every frame once.
+/// move on GOAWAY, and the node's copy of the stream ends once the publisher has left it,
+/// which can be before the next keyframe: the viewer's new subscription starts at the
+/// group under way, and the viewer goes on from the last frame it played. Every frame
+/// once, none skipped, no freeze over a second. (When the move waited for the next
+/// keyframe, 3 of 7 runs here skipped 9-10 frames with a 0.42-0.46 s freeze.)
 #[test]
 fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
     let root = Relay::start();
@@ -85,18 +88,11 @@ fn a_viewer_and_its_publisher_on_a_draining_node_play_on_through_its_close() {
     // Past the drain deadline, when the node has closed.
     let (frames, messages, draining) = drain(&mut leaf, &viewer, 24 * 8);
     sender.pipeline.set_state(gst::State::Null).unwrap();
-    let longest = longest_pause(&frames, draining);
     assert!(
         messages.iter().any(|m| m == "moq-moved reason=goaway"),
         "moved on GOAWAY: {messages:?}"
     );
-    for w in frames.windows(2) {
-        assert!(
-            w[1].decode_index > w[0].decode_index,
-            "every frame once, in order"
-        );
-    }
-    assert!(longest < Duration::from_secs(1), "a freeze of {longest:?}");
+    assert_played_through(&frames, &messages, draining, Duration::from_secs(1));
 }
 
 /// A planned restart of `leaf` once `viewer` plays: SIGTERM, then `frames` more frames,

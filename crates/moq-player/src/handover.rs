@@ -2,14 +2,22 @@
 //!
 //! A relay that is about to restart sends GOAWAY and grants a drain window. The receiver
 //! opens a new session (the URI the GOAWAY names, the same URL, or a backup), subscribes
-//! the track there from the next group start, and keeps playing the old subscription
-//! meanwhile. The new session may reach another publisher of the same media (a moqsink
-//! draining its viewers to another fed by the same encoder), which numbers its groups and
-//! frames on its own, so the two meet on media time, as renditions do
-//! ([`splice`](crate::splice)): the cut is the new subscription's first keyframe later than
-//! anything played. Until it, the old subscription's items go on to the track and the new
-//! one's are held; from it on the new one's go, renumbered to continue the old numbering
-//! ([`Handover::renumber`], for the rest of the track), and the old one's are dropped. The
+//! the track there from the start of the group under way where the draft allows it, and
+//! keeps playing the old subscription meanwhile.
+//!
+//! When the new subscription carries a frame the track has played (the same presentation
+//! time, kind and size: the same encoder's output, through another relay or another
+//! publisher fed by that encoder), it continues the track right after the last frame
+//! played, mid-group: its frames up to that one are dropped as already played, the rest
+//! renumbered onto the track's numbering ([`Handover::renumber`]), and the old
+//! subscription is left at once. Nothing is lost even if the old path stops delivering
+//! before the next keyframe (a node whose publisher has already moved away).
+//!
+//! Otherwise (a new subscription that starts later, or another encoder's stream), the two
+//! meet on media time, as renditions do ([`splice`](crate::splice)): the cut is the new
+//! subscription's first keyframe later than anything played. Until it, the old
+//! subscription's items go on to the track and the new one's are held; from it on the new
+//! one's go, renumbered to continue the old numbering, and the old one's are dropped. The
 //! cut happens when the old subscription reaches the keyframe's time, or when it has had
 //! [`CUT_WAIT_US`](crate::splice::CUT_WAIT_US) since the keyframe came (it is the path that
 //! is going away). Then the old subscription and its session can be closed.
@@ -20,9 +28,49 @@
 use std::collections::VecDeque;
 
 use moq_media::FrameHeader;
+use moq_media::catalog::TrackRole;
 
 use crate::item::Item;
-use crate::splice::{NewFrame, OldFrame, Renumber, Splice};
+use crate::splice::{MAX_HELD, NewFrame, OldFrame, Renumber, Splice};
+
+/// The base-layer frames a track played last, newest last: where a move's new subscription
+/// can continue it (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct PlayedFrames {
+    frames: VecDeque<(FrameHeader, usize)>,
+}
+
+impl PlayedFrames {
+    /// A frame the track played, `size` bytes; a frame older than the newest is ignored.
+    pub fn push(&mut self, header: FrameHeader, size: usize) {
+        if self
+            .last()
+            .is_some_and(|last| header.decode_index <= last.decode_index)
+        {
+            return;
+        }
+        if self.frames.len() == MAX_HELD {
+            self.frames.pop_front();
+        }
+        self.frames.push_back((header, size));
+    }
+
+    /// The newest frame played.
+    pub fn last(&self) -> Option<FrameHeader> {
+        self.frames.back().map(|(header, _)| *header)
+    }
+
+    /// The frame played that `header` (of `size` bytes) repeats, if any.
+    fn repeated_by(&self, header: &FrameHeader, size: usize) -> Option<FrameHeader> {
+        self.frames
+            .iter()
+            .rev()
+            .find(|(played, bytes)| {
+                played.pts == header.pts && played.kind == header.kind && *bytes == size
+            })
+            .map(|(played, _)| *played)
+    }
+}
 
 /// One move, from the new subscription's start to the cut.
 #[derive(Debug)]
@@ -36,24 +84,32 @@ pub struct Handover<T> {
     old_gone: bool,
     /// The new subscription's numbering as the track sees it, once cut.
     renumber: Option<Renumber>,
+    /// The frames played, to find one the new subscription repeats.
+    played: PlayedFrames,
+    /// When the new subscription continues the track mid-group: the last decode index
+    /// played, up to which its frames are dropped.
+    played_up_to: Option<u64>,
 }
 
 impl<T> Default for Handover<T> {
     fn default() -> Self {
-        Handover::new(None)
+        Handover::new(PlayedFrames::default())
     }
 }
 
 impl<T> Handover<T> {
-    /// A move of a track whose last frame so far was `last` (as the track numbers it): the
-    /// numbering carries on from it even if the old subscription delivers nothing more.
-    pub fn new(last: Option<FrameHeader>) -> Handover<T> {
+    /// A move of a track that has `played` these frames (as the track numbers them): the
+    /// numbering carries on from the last even if the old subscription delivers nothing
+    /// more.
+    pub fn new(played: PlayedFrames) -> Handover<T> {
         Handover {
-            splice: Splice::new(last),
+            splice: Splice::new(played.last()),
             held: Vec::new(),
             out: VecDeque::new(),
             old_gone: false,
             renumber: None,
+            played,
+            played_up_to: None,
         }
     }
 
@@ -62,10 +118,13 @@ impl<T> Handover<T> {
         if self.is_done() {
             return;
         }
-        if let Item::Frame(frame) = &item
-            && self.splice.on_old(&frame.header) == OldFrame::Cut
-        {
-            return self.finish();
+        if let Item::Frame(frame) = &item {
+            if self.splice.on_old(&frame.header) == OldFrame::Cut {
+                return self.finish();
+            }
+            if frame.layer == TrackRole::Base {
+                self.played.push(frame.header, frame.size);
+            }
         }
         self.out.push_back(item);
     }
@@ -74,8 +133,18 @@ impl<T> Handover<T> {
     pub fn new_item(&mut self, mut item: Item<T>, now_us: u64) {
         if let Some(renumber) = self.renumber {
             renumber.item(&mut item);
-            self.out.push_back(item);
+            let played = matches!((&item, self.played_up_to),
+                (Item::Frame(frame), Some(up_to)) if frame.header.decode_index <= up_to);
+            if !played {
+                self.out.push_back(item);
+            }
             return;
+        }
+        if let Item::Frame(frame) = &item
+            && frame.layer == TrackRole::Base
+            && let Some(played) = self.played.repeated_by(&frame.header, frame.size)
+        {
+            return self.continue_from(&played, &frame.header);
         }
         let keep = match &item {
             Item::Frame(frame) => self.splice.on_new(&frame.header, now_us) == NewFrame::Hold,
@@ -101,6 +170,14 @@ impl<T> Handover<T> {
     pub fn old_ended(&mut self) {
         self.old_gone = true;
         self.finish();
+    }
+
+    /// The new subscription's frame `same` repeats the frame `played`: it takes over from
+    /// the last frame played, numbered on from it, and what it held is not needed.
+    fn continue_from(&mut self, played: &FrameHeader, same: &FrameHeader) {
+        self.renumber = Some(Renumber::onto(played, same));
+        self.played_up_to = self.played.last().map(|last| last.decode_index);
+        self.held.clear();
     }
 
     fn finish(&mut self) {
@@ -179,6 +256,44 @@ mod tests {
         })
     }
 
+    /// `item` with frames of `size` bytes: another encoder's output.
+    fn sized(mut item: Item<()>, size: usize) -> Item<()> {
+        if let Item::Frame(frame) = &mut item {
+            frame.size = size;
+        }
+        item
+    }
+
+    fn group_end(group: u64, last: u64) -> Item<()> {
+        Item::GroupEnd {
+            epoch: 1,
+            group,
+            complete: true,
+            last: Some(last),
+        }
+    }
+
+    /// The frames' (decode index, group) as the track numbers them.
+    fn indices_and_groups(out: &[Item<()>]) -> Vec<(u64, u64)> {
+        out.iter()
+            .filter_map(|i| match i {
+                Item::Frame(f) => Some((f.header.decode_index, f.header.base_group)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ends_group_3_at_47(out: &[Item<()>]) -> bool {
+        matches!(
+            out.last(),
+            Some(Item::GroupEnd {
+                group: 3,
+                last: Some(47),
+                ..
+            })
+        )
+    }
+
     fn indices(h: &mut Handover<()>) -> Vec<u64> {
         std::iter::from_fn(|| h.poll_item())
             .filter_map(|i| match i {
@@ -238,51 +353,79 @@ mod tests {
     }
 
     #[test]
-    fn another_publisher_numbering_its_own_way_is_cut_in_on_media_time_and_renumbered() {
+    fn another_encoders_stream_is_cut_in_on_media_time_and_renumbered() {
         let mut h = Handover::default();
         for i in 30..34 {
             h.old(frame(i));
         }
-        // The other publisher numbers from 5000. It joined mid-group (33-35: no keyframe
-        // to start on, never played), then its next group starts at 36.
+        // Another encoder of the same source, numbering from 5000 (its frames have other
+        // sizes: none repeats one played). It joined mid-group (33-35: no keyframe to
+        // start on, never played), then its next group starts at 36.
         for i in 33..39 {
-            h.new_item(numbered(i, 5000), 1_000);
+            h.new_item(sized(numbered(i, 5000), 90), 1_000);
         }
         h.old(frame(34));
         h.old(frame(35));
         assert!(!h.is_done());
         h.old(frame(36));
         assert!(h.is_done(), "the old path reached the keyframe's time");
-        h.new_item(numbered(39, 5000), 2_000);
-        h.new_item(
-            Item::GroupEnd {
-                epoch: 1,
-                group: 5003,
-                complete: true,
-                last: Some(5047),
-            },
-            2_000,
-        );
+        h.new_item(sized(numbered(39, 5000), 90), 2_000);
+        h.new_item(group_end(5003, 5047), 2_000);
         let out: Vec<_> = std::iter::from_fn(|| h.poll_item()).collect();
-        let frames: Vec<(u64, u64)> = out
-            .iter()
-            .filter_map(|i| match i {
-                Item::Frame(f) => Some((f.header.decode_index, f.header.base_group)),
-                _ => None,
-            })
-            .collect();
+        let frames = indices_and_groups(&out);
         let expected: Vec<(u64, u64)> = (30..40).map(|i| (i, i / GOP)).collect();
         assert_eq!(frames, expected, "one numbering across the cut");
-        assert!(matches!(
-            out.last(),
-            Some(Item::GroupEnd {
-                group: 3,
-                last: Some(47),
-                ..
-            })
-        ));
+        assert!(ends_group_3_at_47(&out), "the group end renumbered");
         let renumber = h.renumber().expect("cut");
         assert_eq!(renumber.group(5004), 4);
+    }
+
+    #[test]
+    fn a_new_path_repeating_a_frame_played_continues_right_after_the_last_one_played() {
+        // 24 (a keyframe) to 33 played before the move; the old path then delivers nothing
+        // more (its node's publisher has left). The new path starts at the group under way.
+        let mut played = PlayedFrames::default();
+        for i in 24..34 {
+            let Item::Frame(f) = frame(i) else {
+                unreachable!()
+            };
+            played.push(f.header, f.size);
+        }
+        let mut h = Handover::new(played);
+        h.new_item(frame(24), 1_000);
+        assert!(
+            h.is_done(),
+            "its keyframe repeats one played: the new path takes over"
+        );
+        for i in 25..40 {
+            h.new_item(frame(i), 1_000);
+        }
+        h.old(frame(34));
+        assert_eq!(
+            indices(&mut h),
+            (34..40).collect::<Vec<_>>(),
+            "on from the last frame played, each frame once, the next keyframe not waited for"
+        );
+    }
+
+    #[test]
+    fn a_new_path_behind_the_old_one_drops_what_the_old_one_played_meanwhile() {
+        let mut h = Handover::default();
+        for i in 36..41 {
+            h.old(frame(i));
+        }
+        // Another publisher of the same encoder's output, numbering from 900, starts at
+        // the group the old path plays; its first frames come after the old path's.
+        for i in 36..46 {
+            h.new_item(numbered(i, 900), 1_000);
+        }
+        h.old(frame(41));
+        h.new_item(group_end(903, 947), 1_000);
+        let out: Vec<_> = std::iter::from_fn(|| h.poll_item()).collect();
+        let frames = indices_and_groups(&out);
+        let expected: Vec<(u64, u64)> = (36..46).map(|i| (i, i / GOP)).collect();
+        assert_eq!(frames, expected, "one numbering, each frame once");
+        assert!(ends_group_3_at_47(&out), "the group end renumbered");
     }
 
     #[test]
@@ -291,14 +434,15 @@ mod tests {
         for i in 36..40 {
             h.old(frame(i));
         }
-        // The new path starts at the group the old one is playing: its keyframe (36) is
-        // in the past, so the cut waits for the next one (48).
+        // Another encoder's stream starts at the group the old one is playing: its
+        // keyframe (36) is in the past, and none of its frames repeats one played, so the
+        // cut waits for the next keyframe (48).
         for i in 36..48 {
-            h.new_item(numbered(i, 900), 1_000);
+            h.new_item(sized(numbered(i, 900), 90), 1_000);
         }
         h.old_ended();
         assert!(!h.is_done());
-        h.new_item(numbered(48, 900), 1_000);
+        h.new_item(sized(numbered(48, 900), 90), 1_000);
         assert!(h.is_done());
         assert_eq!(indices(&mut h), [36, 37, 38, 39, 48]);
     }
@@ -309,7 +453,9 @@ mod tests {
         let Item::Frame(last) = frame(33) else {
             unreachable!()
         };
-        let mut h = Handover::new(Some(last.header));
+        let mut played = PlayedFrames::default();
+        played.push(last.header, last.size);
+        let mut h = Handover::new(played);
         h.new_item(numbered(36, 700), 1_000);
         h.old_ended();
         assert!(h.is_done());

@@ -41,6 +41,17 @@ fn shift(value: u64, by: i128) -> u64 {
 }
 
 impl Renumber {
+    /// The numbering that makes `same`, a frame of the new stream, the frame `played` it
+    /// repeats: the new stream continues the track mid-group.
+    pub fn onto(played: &FrameHeader, same: &FrameHeader) -> Renumber {
+        let by = |onto: u64, from: u64| i128::from(onto) - i128::from(from);
+        Renumber {
+            decode: by(played.decode_index, same.decode_index),
+            group: by(played.base_group, same.base_group),
+            base: by(played.base_index, same.base_index),
+        }
+    }
+
     /// A frame header as the player sees it.
     pub fn apply(&self, header: &FrameHeader) -> FrameHeader {
         FrameHeader {

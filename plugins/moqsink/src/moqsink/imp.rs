@@ -1140,8 +1140,8 @@ impl ObjectImpl for MoqSink {
             vec![
                 // Asks every direct subscriber to move elsewhere (GOAWAY, naming the
                 // session URI given, or none): moqsrc viewers open a new session there
-                // (this moqsink, or another publishing the same stream), hand over at a
-                // keyframe and leave this one. Listening only.
+                // (this moqsink, or another publishing the same stream), take over from the
+                // last frame played and leave this one. Listening only.
                 glib::subclass::Signal::builder("drain")
                     .param_types([Option::<String>::static_type()])
                     .action()

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use moq_media::catalog::{Catalog, TrackEntry};
 use moq_media::hang::HangReader;
-use moq_media::header::FrameHeader;
-use moq_player::handover::Handover;
-use moq_session::{MoqUrl, Session, SessionConfig, Subscription, TrackEvent};
+use moq_player::handover::{Handover, PlayedFrames};
+use moq_session::{FilterType, MoqUrl, Session, SessionConfig, Subscription, TrackEvent};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::upstream::{Payload, ReceiverConfig, Server, subscribe};
+use super::upstream::{Payload, ReceiverConfig, Server, subscribe, subscribe_from};
 
 /// How long one connection attempt to a move target may take.
 const CONNECT_ATTEMPT: Duration = Duration::from_secs(2);
@@ -90,6 +89,17 @@ pub async fn connect_elsewhere(
     Err(problems.join("; "))
 }
 
+/// Where a move's subscription starts: the group under way, from its start, which the
+/// server has whole in most cases, so the new subscription repeats the frames played last
+/// and the track goes on without waiting for the next keyframe (drafts before 20 have no
+/// such filter: the next group; moq-relay serves the group under way to them anyway).
+fn under_way(session: &Session) -> FilterType {
+    match session.version().draft() {
+        ..20 => FilterType::NextGroupStart,
+        _ => FilterType::GroupsBack(0),
+    }
+}
+
 /// The subscriptions of a move (the track, and its enhancement layer), as they come up.
 type Subscribing = JoinHandle<Result<(Subscription, Option<Subscription>), String>>;
 
@@ -114,8 +124,9 @@ pub enum Moved {
 }
 
 impl Moving {
-    /// Subscribes `track` (and its enhancement layer) on the move's session with `priority`;
-    /// `last`: the track's last frame so far, which the new subscription's numbering follows.
+    /// Subscribes `track` (and its enhancement layer) on the move's session with `priority`,
+    /// from the group under way; `played`: the track's last frames, which the new
+    /// subscription continues.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         config: &ReceiverConfig,
@@ -124,7 +135,7 @@ impl Moving {
         enhancement: Option<(&str, u8)>,
         priority: u8,
         hang: Option<&(Catalog, TrackEntry)>,
-        last: Option<FrameHeader>,
+        played: PlayedFrames,
     ) -> Moving {
         let (config, session) = (config.clone(), request.session.clone());
         let (track, enhancement) = (
@@ -132,7 +143,8 @@ impl Moving {
             enhancement.map(|(name, p)| (name.to_owned(), p)),
         );
         let subscribing = tokio::spawn(async move {
-            let main = subscribe(&config, &session, &track, priority).await?;
+            let main =
+                subscribe_from(&config, &session, &track, priority, under_way(&session)).await?;
             let enhancement = match enhancement {
                 Some((name, p)) => Some(subscribe(&config, &session, &name, p).await?),
                 None => None,
@@ -146,7 +158,7 @@ impl Moving {
             next: None,
             next_enhancement: None,
             hang: hang.map(|(catalog, entry)| HangReader::new(catalog, entry)),
-            handover: Handover::new(last),
+            handover: Handover::new(played),
         }
     }
 

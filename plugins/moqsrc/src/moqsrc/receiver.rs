@@ -25,6 +25,7 @@ use moqt_common::lock;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use moq_player::handover::PlayedFrames;
 use moq_player::renditions::AbrPrefs;
 use moq_player::select::{self, Choice, MediaKind, Selected};
 use moq_player::silence::SilenceWatch;
@@ -986,7 +987,7 @@ async fn start_track(
         enhancement_track: track.enhancement.clone(),
         moves,
         renumber: Renumber::default(),
-        last_frame: None,
+        played: PlayedFrames::default(),
     };
     let switching = switcher.map(|switcher| Switching {
         switcher,
@@ -1371,9 +1372,9 @@ struct Forwarder {
     /// How the subscriptions' numbering maps onto the track's: a move to another
     /// publisher changes it (see `moq_player::handover`).
     renumber: Renumber,
-    /// The base layer's latest frame so far, as the track numbers it: a move numbers on
-    /// from it.
-    last_frame: Option<FrameHeader>,
+    /// The base layer's latest frames, as the track numbers them: a move continues from
+    /// the last (see `moq_player::handover`).
+    played: PlayedFrames,
 }
 
 impl Forwarder {
@@ -1566,11 +1567,8 @@ impl Forwarder {
             self.renumber.item(&mut item);
             if let Item::Frame(frame) = &item
                 && frame.layer == TrackRole::Base
-                && self
-                    .last_frame
-                    .is_none_or(|last| frame.header.decode_index > last.decode_index)
             {
-                self.last_frame = Some(frame.header);
+                self.played.push(frame.header, frame.size);
             }
             // During a move the old base layer plays up to the handover's cut.
             if !enhancement_first
@@ -1637,7 +1635,7 @@ impl Forwarder {
             enhancement,
             priority(self.kind),
             self.hang_track.as_ref(),
-            self.last_frame,
+            self.played.clone(),
         )
     }
 

@@ -19,7 +19,7 @@ const SIGNALS: [(&str, &str, &str); 2] = [
         "drain",
         "Action signal, listening only: sends GOAWAY to every direct subscriber, naming the \
          session URI given (or none), so moqsrc viewers open a new session there (this moqsink \
-         or another publishing the same stream), hand over at a keyframe and leave this one.",
+         or another publishing the same stream), take over from the last frame played and leave this one.",
     ),
     (
         "moqsink",

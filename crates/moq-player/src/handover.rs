@@ -84,11 +84,9 @@ pub struct Handover<T> {
     old_gone: bool,
     /// The new subscription's numbering as the track sees it, once cut.
     renumber: Option<Renumber>,
-    /// The frames played, to find one the new subscription repeats.
+    /// The frames played, to find one the new subscription repeats; once cut, the last
+    /// of them is where the new subscription's frames start to count.
     played: PlayedFrames,
-    /// When the new subscription continues the track mid-group: the last decode index
-    /// played, up to which its frames are dropped.
-    played_up_to: Option<u64>,
 }
 
 impl<T> Default for Handover<T> {
@@ -109,7 +107,6 @@ impl<T> Handover<T> {
             old_gone: false,
             renumber: None,
             played,
-            played_up_to: None,
         }
     }
 
@@ -133,8 +130,11 @@ impl<T> Handover<T> {
     pub fn new_item(&mut self, mut item: Item<T>, now_us: u64) {
         if let Some(renumber) = self.renumber {
             renumber.item(&mut item);
-            let played = matches!((&item, self.played_up_to),
-                (Item::Frame(frame), Some(up_to)) if frame.header.decode_index <= up_to);
+            // A frame at or before the last one played came on the old path already (once
+            // cut, nothing more is played from it).
+            let last = self.played.last();
+            let played = matches!(&item, Item::Frame(frame)
+                if last.is_some_and(|last| frame.header.decode_index <= last.decode_index));
             if !played {
                 self.out.push_back(item);
             }
@@ -176,7 +176,6 @@ impl<T> Handover<T> {
     /// the last frame played, numbered on from it, and what it held is not needed.
     fn continue_from(&mut self, played: &FrameHeader, same: &FrameHeader) {
         self.renumber = Some(Renumber::onto(played, same));
-        self.played_up_to = self.played.last().map(|last| last.decode_index);
         self.held.clear();
     }
 

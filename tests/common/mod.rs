@@ -303,7 +303,7 @@ pub fn assert_played_through(
         assert_eq!(
             w[1].decode_index,
             w[0].decode_index + 1,
-            "every frame once, in order"
+            "every frame once, in order; the element's messages: {messages:?}"
         );
     }
     let longest = longest_pause(frames, from);

@@ -87,6 +87,9 @@ pub struct FrameLog {
     pub first_key: Option<bool>,
     /// Buffers flagged DISCONT (the first included).
     pub disconts: u64,
+    /// What explains a break in the output, in order: each break in the decode indices
+    /// (the frames it skipped, or a frame again) and each of moqsrc's element messages.
+    pub events: Vec<(Instant, String)>,
 }
 
 /// How complete a run of decode indices is from its first frame up to `end` (excluded).
@@ -116,7 +119,16 @@ impl Continuity {
     }
 }
 
+/// A watcher of an hour-long run keeps this many events; the first ones explain the most.
+const MAX_EVENTS: usize = 2000;
+
 impl FrameLog {
+    fn event(&mut self, what: String) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push((Instant::now(), what));
+        }
+    }
+
     /// Continuity of the output from its first frame up to decode index `end` (the
     /// sender's frame count at a moment every frame before it had time to arrive).
     pub fn continuity(&self, end: u64) -> Option<Continuity> {
@@ -185,9 +197,33 @@ impl Watcher {
                         log.first_key = Some(key && discont);
                     }
                     log.disconts += u64::from(discont);
-                    log.indices.push(buffer.offset());
+                    let index = buffer.offset();
+                    if let Some(&last) = log.indices.last()
+                        && index != last + 1
+                    {
+                        let what = match index > last {
+                            true => format!("output skipped frames {}..{index}", last + 1),
+                            false => format!("output frame {index} after {last}"),
+                        };
+                        log.event(what);
+                    }
+                    log.indices.push(index);
                 }
                 gst::PadProbeReturn::Ok
+            });
+        let record = log.clone();
+        pipeline
+            .bus()
+            .ok_or("watcher: no bus")?
+            .set_sync_handler(move |_, msg| {
+                if let gst::MessageView::Element(element) = msg.view()
+                    && let Some(s) = element.structure()
+                    && s.name().starts_with("moq-")
+                {
+                    let mut log = record.lock().unwrap_or_else(|p| p.into_inner());
+                    log.event(s.to_string());
+                }
+                gst::BusSyncReply::Pass
             });
         pipeline
             .set_state(gst::State::Playing)
@@ -255,6 +291,7 @@ mod tests {
             indices: indices.to_vec(),
             first_key: Some(true),
             disconts: 1,
+            events: Vec::new(),
         }
     }
 

@@ -284,12 +284,18 @@ pub fn mixed(opts: &MixedOptions) -> Result<MixedReport, String> {
         // The node's drain blocks this loop; the row above is printed first.
         if Instant::now() >= next_restart {
             next_restart += restart_every;
-            let node = &mut nodes[1 + (restarts % 2) as usize];
+            let which = 1 + (restarts % 2) as usize;
+            let node = &mut nodes[which];
+            let stopped = start.elapsed().as_secs_f64();
             match node.stop_gracefully(EXIT)? {
                 Some(took) => longest_exit = longest_exit.max(took),
                 None => restarts_killed += 1,
             }
             node.restart()?;
+            println!(
+                "      node {which} stopped at {stopped:.1} s, up again at {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
             restarts += 1;
         }
         Ok(true)
@@ -304,6 +310,16 @@ pub fn mixed(opts: &MixedOptions) -> Result<MixedReport, String> {
     let viewer_c = healthy(&viewer, &sender, finished).ok_or("no sender count to compare with")?;
     let congested_frames = congested.stop().indices.len();
     let viewer_log = viewer.stop();
+    if viewer_c.gaps > 0 || viewer_c.disordered > 0 {
+        println!("the viewer's breaks and messages (s since the start):");
+        for (at, what) in &viewer_log.events {
+            let t = match at.checked_duration_since(start) {
+                Some(after) => after.as_secs_f64(),
+                None => -(start - *at).as_secs_f64(),
+            };
+            println!("  {t:7.3} {what}");
+        }
+    }
     drop(link);
     let (Some(sender_warmup), Some(root_warmup)) = warmup.unwrap_or_default() else {
         return Err("the run ended before the warm-up, or a process had exited by then".into());

@@ -104,69 +104,19 @@ pub(crate) fn subscribe(
     let largest = track.largest();
     // Asked first, so that a new group the subscription itself brings on (a keyframe
     // request) is where it starts. Not for a session that continues the broadcast: its
-    // subscribers were playing the group under way.
-    let continues = lock(&inner.state).continues;
-    let new_group_coming = !continues && broadcast.notify_subscribed(&name);
-    let (start, end_group) = match msg.filter {
-        FilterType::NextGroupStart => (
-            Location {
-                group: largest.map_or(0, |l| l.group.saturating_add(1)),
-                object: 0,
-            },
-            None,
-        ),
-        // A subscription whose fill brings the head of the current group starts right
-        // after it, where the draft says: the peer stitches the two halves together.
-        FilterType::LargestObject if msg.fill.is_some() && !new_group_coming => (
-            largest.map_or(Location::default(), |l| Location {
-                group: l.group,
-                object: l.object.saturating_add(1),
-            }),
-            None,
-        ),
-        // The draft starts after the largest object; we start at the beginning of its
-        // group instead: a group is the only decodable join point for a subscriber that
-        // asks for no head, and for the catalog the only way to get the current one. A
-        // joining FETCH that follows asks for what precedes this start, so the head is
-        // never sent twice (moq-relay drops a whole group its fill already began).
-        // When a new group is on its way, at that one: the relay would otherwise pass
-        // the group under way, keyframe seconds old, on to its viewers in one burst.
-        FilterType::LargestObject => (
-            Location {
-                group: largest.map_or(0, |l| match new_group_coming {
-                    true => l.group.saturating_add(1),
-                    false => l.group,
-                }),
-                object: 0,
-            },
-            None,
-        ),
-        // From the start of a recent group: a decodable join point by construction.
-        FilterType::GroupsBack(back) => (
-            Location {
-                group: largest.map_or(0, |l| l.group.saturating_sub(back)),
-                object: 0,
-            },
-            None,
-        ),
-        FilterType::AbsoluteStart(start) => (start, None),
-        FilterType::AbsoluteRange { start, end_group } => {
-            if end_group < start.group {
-                return refuse(
-                    wire::subscribe_error::INVALID_RANGE,
-                    "end group before start".into(),
-                );
-            }
-            (start, Some(end_group))
-        }
-        // Subscriptions end on a group boundary here.
-        FilterType::AbsoluteObjectRange { .. } => {
-            return refuse(
-                wire::subscribe_error::NOT_SUPPORTED,
-                "a subscription that ends inside a group".into(),
-            );
-        }
+    // subscribers were playing the groups before.
+    let join = if lock(&inner.state).continues {
+        Join::Continuing
+    } else if broadcast.notify_subscribed(&name) {
+        Join::NewGroupComing
+    } else {
+        Join::Live
     };
+    let span = match Span::of(msg.filter, largest, join, msg.fill.is_some()) {
+        Ok(span) => span,
+        Err((code, reason)) => return refuse(code, reason.into()),
+    };
+    let (start, end_group) = (span.start, span.end_group);
     {
         let mut state = lock(&inner.state);
         if state.serves(&msg.track_name) {
@@ -203,9 +153,10 @@ pub(crate) fn subscribe(
         params: Parameters::default(),
     }));
     // The subscription's fill (its joining FETCH, from draft-20 on). When a new group is
-    // on its way the subscription starts there, with nothing before it to fill.
+    // on its way, or a continuing session goes back a group, the subscription starts at a
+    // group's first object, with nothing before it to fill.
     if let Some(fill) = &msg.fill {
-        if new_group_coming && largest.is_some() {
+        if join != Join::Live && largest.is_some() {
             fetch::refuse_fill(inner, msg.request_id);
         } else {
             let filter = fill.filter.unwrap_or(msg.filter);
@@ -228,6 +179,101 @@ pub(crate) fn subscribe(
         _active: ActiveGuard::new(broadcast.inner.clone()),
     };
     publisher.command(inner, Command::Serve(Box::new(served)));
+}
+
+/// What a SUBSCRIBE for the largest object joins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Join {
+    /// The group under way.
+    Live,
+    /// A new group, which the subscription itself brought on (a keyframe request).
+    NewGroupComing,
+    /// The broadcast, on a session continuing it after a move: the peer is a relay whose
+    /// viewers were playing it on another route, and one whose route changes subscribes
+    /// again from the group it had got to, which may be the one before the group under way.
+    Continuing,
+}
+
+/// The objects a subscription serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: Location,
+    /// The last group, for a subscription with an end.
+    end_group: Option<u64>,
+}
+
+impl Span {
+    /// The span of a subscription with `filter` on a track whose largest object is
+    /// `largest`, or why it is refused. `fill`: the peer asks for the head of the group
+    /// under way too, which a live join serves.
+    fn of(
+        filter: FilterType,
+        largest: Option<Location>,
+        join: Join,
+        fill: bool,
+    ) -> Result<Span, (u64, &'static str)> {
+        let at_group = |group: &dyn Fn(Location) -> u64| Span {
+            start: Location {
+                group: largest.map_or(0, group),
+                object: 0,
+            },
+            end_group: None,
+        };
+        Ok(match (filter, join) {
+            (FilterType::NextGroupStart, _) => at_group(&|l| l.group.saturating_add(1)),
+            // The draft starts after the largest object, its fill bringing the head of the
+            // group: the peer stitches the two halves together.
+            (FilterType::LargestObject, Join::Live) if fill => Span {
+                start: largest.map_or(Location::default(), |l| Location {
+                    group: l.group,
+                    object: l.object.saturating_add(1),
+                }),
+                end_group: None,
+            },
+            // Without a fill, the draft starts after the largest object too; we start at
+            // the beginning of its group instead: a group is the only decodable join point
+            // for a subscriber that asks for no head, and for the catalog the only way to
+            // get the current one. A joining FETCH that follows asks for what precedes this
+            // start, so the head is never sent twice (moq-relay drops a whole group its
+            // fill already began).
+            (FilterType::LargestObject, Join::Live) => at_group(&|l| l.group),
+            // At the new group: the relay would otherwise pass the group under way,
+            // keyframe seconds old, on to its viewers in one burst.
+            (FilterType::LargestObject, Join::NewGroupComing) => {
+                at_group(&|l| l.group.saturating_add(1))
+            }
+            // One group's burst on a route change, which saves the viewers that resubscribe
+            // from the group before the one under way the rest of that group.
+            (FilterType::LargestObject, Join::Continuing) => {
+                at_group(&|l| l.group.saturating_sub(1))
+            }
+            // From the start of a recent group: a decodable join point by construction.
+            (FilterType::GroupsBack(back), _) => at_group(&move |l| l.group.saturating_sub(back)),
+            (FilterType::AbsoluteStart(start), _) => Span {
+                start,
+                end_group: None,
+            },
+            (FilterType::AbsoluteRange { start, end_group }, _) => {
+                if end_group < start.group {
+                    return Err((
+                        wire::subscribe_error::INVALID_RANGE,
+                        "end group before start",
+                    ));
+                }
+                Span {
+                    start,
+                    end_group: Some(end_group),
+                }
+            }
+            // Subscriptions end on a group boundary here.
+            (FilterType::AbsoluteObjectRange { .. }, _) => {
+                return Err((
+                    wire::subscribe_error::NOT_SUPPORTED,
+                    "a subscription that ends inside a group",
+                ));
+            }
+        })
+    }
 }
 
 /// A subscriber of `request_id` asks for a new group: ask the producer for a keyframe.
@@ -463,5 +509,97 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LARGEST: Location = Location {
+        group: 7,
+        object: 4,
+    };
+
+    fn start(filter: FilterType, join: Join, fill: bool) -> Location {
+        Span::of(filter, Some(LARGEST), join, fill).unwrap().start
+    }
+
+    #[test]
+    fn a_live_join_starts_at_the_group_under_way_or_after_the_head_its_fill_brings() {
+        assert_eq!(
+            start(FilterType::LargestObject, Join::Live, false),
+            Location::new(7, 0)
+        );
+        assert_eq!(
+            start(FilterType::LargestObject, Join::Live, true),
+            Location::new(7, 5)
+        );
+    }
+
+    #[test]
+    fn a_join_that_brought_on_a_new_group_starts_there() {
+        for fill in [false, true] {
+            assert_eq!(
+                start(FilterType::LargestObject, Join::NewGroupComing, fill),
+                Location::new(8, 0)
+            );
+        }
+    }
+
+    #[test]
+    fn a_continuing_session_starts_a_join_at_the_group_before_the_one_under_way() {
+        for fill in [false, true] {
+            assert_eq!(
+                start(FilterType::LargestObject, Join::Continuing, fill),
+                Location::new(6, 0)
+            );
+        }
+        let first = Span::of(
+            FilterType::LargestObject,
+            Some(Location::new(0, 3)),
+            Join::Continuing,
+            false,
+        );
+        assert_eq!(first.unwrap().start, Location::new(0, 0));
+    }
+
+    #[test]
+    fn explicit_starts_are_kept_whatever_the_join() {
+        for join in [Join::Live, Join::NewGroupComing, Join::Continuing] {
+            assert_eq!(
+                start(FilterType::GroupsBack(2), join, false),
+                Location::new(5, 0)
+            );
+            assert_eq!(
+                start(FilterType::NextGroupStart, join, false),
+                Location::new(8, 0)
+            );
+            assert_eq!(
+                start(FilterType::AbsoluteStart(Location::new(3, 2)), join, false),
+                Location::new(3, 2)
+            );
+        }
+    }
+
+    #[test]
+    fn a_range_ending_before_it_starts_or_inside_a_group_is_refused() {
+        let backwards = FilterType::AbsoluteRange {
+            start: Location::new(5, 0),
+            end_group: 4,
+        };
+        let inside = FilterType::AbsoluteObjectRange {
+            start: Location::new(5, 0),
+            end: Location::new(6, 2),
+        };
+        for filter in [backwards, inside] {
+            assert!(Span::of(filter, Some(LARGEST), Join::Live, false).is_err());
+        }
+        let range = FilterType::AbsoluteRange {
+            start: Location::new(5, 0),
+            end_group: 6,
+        };
+        let span = Span::of(range, Some(LARGEST), Join::Live, false).unwrap();
+        assert_eq!(span.end_group, Some(6));
     }
 }

@@ -282,8 +282,8 @@ impl Session {
 
     /// Marks the session as continuing a broadcast served on another (a move after
     /// GOAWAY): its peer subscribes on behalf of viewers already playing, mid-group, so a
-    /// subscription for the largest object starts at the start of the group under way
-    /// (which the viewers pick up where they were) instead of asking for a new one.
+    /// subscription for the largest object starts at the start of the group before the one
+    /// under way (which the viewers pick up where they were) instead of asking for a new one.
     pub fn continue_broadcast(&self) {
         lock(&self.inner.state).continues = true;
     }

@@ -87,7 +87,7 @@ impl Connection {
                 format!(
                     "MoQ publisher or relay to subscribe to: moqt://HOST[:PORT]/[ROOT/]BROADCAST[?QUERY] (port 443 by default), the URL moqsink listens or publishes at; {QUERY_NOTE}"
                 ),
-                "Comma-separated moqt:// URLs of other servers carrying the same broadcast (e.g. the other relays of a cluster; each may carry its own ?tls-fingerprint=). When the server in use fails, or sends no media for 2 s, the next one is tried, in turn, until media-timeout",
+                "Comma-separated moqt:// URLs of other servers carrying the same broadcast (e.g. the other relays of a cluster; each may carry its own ?tls-fingerprint=). When the server in use fails, or sends no media for 2 s, the next one is tried, in turn, until media-timeout; it goes on there from the groups it had got to if the same publisher's stream played within 5 s, else at the live edge",
                 "Track namespace (the broadcast); '/' separates fields. Unset: the URL's last path segment, the path before it being the relay's root. Set: the whole URL path is the root",
                 "The server (a listening moqsink or a relay)",
             ),

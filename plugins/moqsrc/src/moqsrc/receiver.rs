@@ -51,6 +51,10 @@ const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
 /// trips) after: a route made again delivers the rest of its group at once, one still
 /// broken (or a catalog that does not come) nothing.
 const REROUTE_WAIT: Duration = Duration::from_millis(300);
+/// A new session picks up where the tracks got to on the one lost when that had media this
+/// recently (a failover: its silence and a handshake); after a longer loss, the live edge
+/// is nearer than what was missed.
+const PICK_UP_WITHIN: Duration = Duration::from_secs(5);
 /// How long a broadcast whose subscriptions the server ended on a session that lives is
 /// asked for again there before the session is given up: a publisher moving between a
 /// cluster's nodes leaves its old route a moment before the new one is known, and the
@@ -214,6 +218,9 @@ struct Progress {
     /// When the relay's route of the session in use was last found quiet and asked again
     /// ([`REROUTE_WAIT`]).
     rerouted_at: Option<Instant>,
+    /// The epoch of the catalog the tracks were last offered from: a new session of the
+    /// same publisher run picks up where they got to.
+    catalog_epoch: Option<u64>,
 }
 
 /// A track offered to the element.
@@ -349,6 +356,7 @@ pub async fn run(
         moved_to: None,
         session_started: origin,
         rerouted_at: None,
+        catalog_epoch: None,
     };
     let mut rotation = Rotation::new(&config);
     let mut config = config;
@@ -568,14 +576,18 @@ async fn receive_session(
         }
         (native, hang) => [native.ok(), hang.ok()],
     };
-    // The tracks the catalog will most likely list are subscribed before it arrives, so
-    // the group that starts along with it is not missed; the catalog decides which stay.
+    // A session after one that lost its server (a failover) may pick up where the tracks
+    // got to; they are subscribed once the catalog says from where.
+    let may_pick_up = progress.sessions > 0 && !progress.reached_groups().is_empty();
+    // Otherwise the tracks the catalog will most likely list are subscribed before it
+    // arrives, so the group that starts along with it is not missed; the catalog decides
+    // which stay.
     let mut early: Vec<EarlySubscription> = [
         (MediaKind::Video, &config.prefs.video, catalog::BASE_TRACK),
         (MediaKind::Audio, &config.prefs.audio, catalog::AUDIO_TRACK),
     ]
     .into_iter()
-    .filter(|(_, choice, _)| **choice != Choice::Off)
+    .filter(|(_, choice, _)| **choice != Choice::Off && !may_pick_up)
     .map(|(kind, choice, default)| {
         let name = match choice {
             Choice::Named(name) => name.clone(),
@@ -592,17 +604,26 @@ async fn receive_session(
         .await
         .map_err(|e| format!("{}: namespace {path:?}: {e}", config.server.url))?;
     let mut feed = CatalogFeed::new(catalog, CATALOG_TRACKS[at], catalog_subs[at].take());
+    let previous_epoch = progress.catalog_epoch;
     if !offer_tracks(config, events, progress, &feed.current).await? {
         return Ok(());
     }
+    // Where the tracks got to, when this round picks up after a lost session or a server
+    // that ended our subscriptions.
+    let mut pick_up: Vec<(String, u64)> = Vec::new();
     if progress.sessions > 0 {
-        // A new session starts at the live edge, maybe of a restarted publisher.
-        progress.reset().await;
+        // Soon after a session of the same publisher run was lost, the tracks go on from
+        // the groups they had got to, which the relay holds: a failover misses nothing.
+        // Otherwise (a restarted publisher, a long loss) at the live edge.
+        let same_run = feed.current.epoch != 0 && previous_epoch == Some(feed.current.epoch);
+        if may_pick_up && same_run && progress.last_media().elapsed() < PICK_UP_WITHIN {
+            pick_up = progress.reached_groups();
+        } else {
+            progress.reset().await;
+        }
     }
     // What had played when the server last ended our subscriptions.
     let mut gone_at = None;
-    // Where the tracks got to, when this round picks up after such an end.
-    let mut pick_up: Vec<(String, u64)> = Vec::new();
     loop {
         // Paused: keep the session, want no media.
         while controls.borrow().paused {
@@ -770,6 +791,7 @@ async fn offer_tracks(
     if events.send(Event::Catalog(catalog.clone())).await.is_err() {
         return Ok(false);
     }
+    progress.catalog_epoch = Some(catalog.epoch);
     let selection = selected(config, catalog)?;
     for (name, codec) in selection.unplayable {
         if !progress.unplayable.contains(&name) {

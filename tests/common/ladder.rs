@@ -56,16 +56,50 @@ pub fn rung(name: &str) -> Option<usize> {
 }
 
 /// How playback went across the frames moqsrc output: the longest step in PTS between
-/// consecutive frames, and how many frames after the first were marked DISCONT.
-pub fn seams(frames: &[ReceivedFrame]) -> (Duration, usize) {
-    let longest = frames
-        .windows(2)
-        .map(|w| Duration::from_nanos(w[1].pts.nseconds().saturating_sub(w[0].pts.nseconds())))
-        .max()
-        .unwrap_or_default();
-    let disconts = frames.iter().skip(1).filter(|f| f.discont).count();
-    (longest, disconts)
+/// consecutive frames, how many frames after the first were marked DISCONT, and how many
+/// did not follow the one before in decode order (a frame skipped or repeated).
+pub fn seams(frames: &[ReceivedFrame]) -> Seams {
+    Seams {
+        longest: frames
+            .windows(2)
+            .map(|w| Duration::from_nanos(w[1].pts.nseconds().saturating_sub(w[0].pts.nseconds())))
+            .max()
+            .unwrap_or_default(),
+        disconts: frames.iter().skip(1).filter(|f| f.discont).count(),
+        out_of_sequence: frames
+            .windows(2)
+            .filter(|w| w[1].decode_index != w[0].decode_index + 1)
+            .count(),
+    }
 }
+
+#[derive(Debug)]
+pub struct Seams {
+    pub longest: Duration,
+    pub disconts: usize,
+    pub out_of_sequence: usize,
+}
+
+impl Seams {
+    /// A switch without a seam: every frame once, in order, on one timeline. A step in PTS
+    /// longer than a frame is the adaptive playout growing for late frames (a loaded
+    /// machine), not the switch: it is bounded as a freeze, generously.
+    pub fn assert_seamless(&self) {
+        assert_eq!(
+            self.out_of_sequence, 0,
+            "every frame once, in order: {self:?}"
+        );
+        assert_eq!(self.disconts, 0, "no DISCONT at a switch: {self:?}");
+        assert!(
+            self.longest <= FREEZE,
+            "a {:?} step in PTS: {self:?}",
+            self.longest
+        );
+    }
+}
+
+/// The longest step in PTS taken for playback going on rather than a freeze.
+const FREEZE: Duration = Duration::from_millis(250);
 
 /// The rendition a moqsrc viewer plays (its `stats`) and its switches so far.
 pub fn playing(viewer: &Receiver) -> (String, u64) {

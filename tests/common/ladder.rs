@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gst::prelude::*;
 
-use super::{ReceivedFrame, Receiver, init};
+use super::{ReceivedFrame, Receiver, init, skipped_and_repeated};
 
 /// Bitrate (kbit/s), width and height of each rendition, on `video_0`..`video_2`.
 pub const LADDER: [(u64, u32, u32); 3] = [(250, 320, 240), (600, 480, 360), (1200, 640, 480)];
@@ -56,9 +56,10 @@ pub fn rung(name: &str) -> Option<usize> {
 }
 
 /// How playback went across the frames moqsrc output: the longest step in PTS between
-/// consecutive frames, how many frames after the first were marked DISCONT, and how many
-/// did not follow the one before in decode order (a frame skipped or repeated).
+/// consecutive frames, how many frames after the first were marked DISCONT, and the frames
+/// skipped and repeated in decode order.
 pub fn seams(frames: &[ReceivedFrame]) -> Seams {
+    let (skipped, repeated) = skipped_and_repeated(frames);
     Seams {
         longest: frames
             .windows(2)
@@ -66,10 +67,8 @@ pub fn seams(frames: &[ReceivedFrame]) -> Seams {
             .max()
             .unwrap_or_default(),
         disconts: frames.iter().skip(1).filter(|f| f.discont).count(),
-        out_of_sequence: frames
-            .windows(2)
-            .filter(|w| w[1].decode_index != w[0].decode_index + 1)
-            .count(),
+        skipped,
+        repeated,
     }
 }
 
@@ -77,7 +76,8 @@ pub fn seams(frames: &[ReceivedFrame]) -> Seams {
 pub struct Seams {
     pub longest: Duration,
     pub disconts: usize,
-    pub out_of_sequence: usize,
+    pub skipped: u64,
+    pub repeated: usize,
 }
 
 impl Seams {
@@ -86,7 +86,8 @@ impl Seams {
     /// machine), not the switch: it is bounded as a freeze, generously.
     pub fn assert_seamless(&self) {
         assert_eq!(
-            self.out_of_sequence, 0,
+            (self.skipped, self.repeated),
+            (0, 0),
             "every frame once, in order: {self:?}"
         );
         assert_eq!(self.disconts, 0, "no DISCONT at a switch: {self:?}");

@@ -385,6 +385,11 @@ struct Needs {
     audio_grown_at: Option<u64>,
 }
 
+/// A running time as a signed number of ns, for differences.
+fn signed(running: u64) -> i64 {
+    i64::try_from(running).unwrap_or(i64::MAX)
+}
+
 fn kind_index(kind: MediaKind) -> usize {
     match kind {
         MediaKind::Video => 0,
@@ -498,12 +503,16 @@ impl Timeline {
 
     /// The offset that has a track's frames on time with the downstream buffering.
     fn aim(&self, need: &Need) -> i64 {
-        let tolerance =
-            i64::try_from(self.clock.latency_ns.saturating_sub(PROCESSING_NS)).unwrap_or(i64::MAX);
         need.offset
             .saturating_add(NEED_MARGIN_NS)
-            .saturating_sub(tolerance)
+            .saturating_sub(self.tolerance())
             .max(need.floor)
+    }
+
+    /// How late after its slot a frame may come: the downstream buffering, less what
+    /// decoding and rendering it take.
+    fn tolerance(&self) -> i64 {
+        i64::try_from(self.clock.latency_ns.saturating_sub(PROCESSING_NS)).unwrap_or(i64::MAX)
     }
 
     /// Whether audio played lately: then audio drains the timeline, by dropping frames,
@@ -556,18 +565,29 @@ impl Timeline {
     /// While audio leads: grows the timeline, before the audio frame of media time `dts`,
     /// towards what the audio's own frames need, in steps short enough not to be heard
     /// as a hole. Only audio's need counts: video that trails it follows and does not
-    /// hold the sound back.
+    /// hold the sound back. A delay that climbs faster than the steps (a queue filling
+    /// as a congestion window doubles) brings a frame later than the buffering takes;
+    /// it moves the timeline at once, only as far as it must, where a rebuffer would cut
+    /// a hole of its whole lateness.
     fn grow_for_audio(&mut self, dts: i64, now: u64, offset: i64) -> Option<Adapted> {
         let needs = self.adaptive.as_ref()?;
         let need = needs.by_kind[kind_index(MediaKind::Audio)]?;
         let recent = needs
             .audio_grown_at
             .is_some_and(|at| now < at.saturating_add(AUDIO_GROW_SPACING_NS));
+        let latency = i64::try_from(self.clock.latency_ns).unwrap_or(i64::MAX);
+        let overdue = self
+            .clock
+            .slot(dts)
+            .map(|slot| signed(now).saturating_sub(signed(slot)))
+            .filter(|lateness| *lateness > latency)
+            .map(|lateness| lateness.saturating_sub(self.tolerance()));
         let excess = self.aim(&need).saturating_sub(offset);
-        if recent || excess <= GROW_MIN_NS {
-            return None;
-        }
-        let by = excess.min(AUDIO_GROW_STEP_NS);
+        let by = match overdue {
+            Some(overdue) => overdue,
+            None if recent || excess <= GROW_MIN_NS => return None,
+            None => excess.min(AUDIO_GROW_STEP_NS),
+        };
         self.adaptive.as_mut()?.audio_grown_at = Some(now);
         self.clock.shift_from(dts, by);
         Some(Adapted::Grew(by as u64))
@@ -735,9 +755,7 @@ impl Timeline {
         if kind == MediaKind::Audio {
             let length = duration.saturating_mul(NS_PER_UNIT as u64);
             self.audio_output_end = Some(stamped.dts.saturating_add(length));
-            let early = i64::try_from(stamped.dts)
-                .unwrap_or(i64::MAX)
-                .saturating_sub(i64::try_from(now).unwrap_or(i64::MAX));
+            let early = signed(stamped.dts).saturating_sub(signed(now));
             self.audio_slack.push_back((now, early));
             while self
                 .audio_slack

@@ -745,6 +745,33 @@ fn audio_grows_an_adaptive_timeline_in_steps_too_short_to_hear_as_holes() {
 }
 
 #[test]
+fn audio_outrun_by_its_delay_grows_by_what_the_late_frame_needs_not_the_whole_latency() {
+    // A queue filling faster than the stepped growth follows (a congestion window that
+    // doubles): audio's delay climbs 800 ms in a second. Frames come later than the
+    // buffering takes; each moves the timeline only as far as it must.
+    let climbing = |i: u64| 300 + (i * 20).saturating_sub(3_000).min(1_000) * 4 / 5;
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    let a = sim.track("audio", MediaKind::Audio);
+    sim.video(v, 0..192, |i| {
+        (climbing(i * VIDEO_FRAME_US as u64 / 20_000) + 1_000) * MS
+    });
+    sim.audio(a, 0..500, |i| climbing(i) * MS);
+    sim.run_until(12_000 * MS);
+    let (video, audio) = (sim.outputs(v), sim.outputs(a));
+    let holes = audio_holes_ms(&audio, 60);
+    let playout = sim.player.playout().expect("adaptive playout");
+    assert!(holes.is_empty(), "holes {holes:?} ms, {playout:?}");
+    assert_eq!(sim.player.stats(a).rebuffers, 0, "{playout:?}");
+    // The audio waited 500 ms for the video to anchor; the climb took that and 300 more.
+    assert!(playout.grown_ms >= 250.0, "{playout:?}");
+    assert_eq!(audio.len(), 500);
+    assert_eq!(sim.late(a), 0);
+    let skew = worst_skew_ms(&video, &audio);
+    assert!(skew <= 1.0, "A/V skew {skew} ms");
+}
+
+#[test]
 fn a_video_jump_decided_after_its_keyframe_came_lands_after_the_audio_already_out() {
     // Video 600 ms behind on a congested path, audio 50 ms: audio leads, 550 ms early.
     // Frames 40-44 never come; the path clears for the next group, whose keyframe (45)

@@ -12,6 +12,10 @@ const GAP_US: i64 = 83_334;
 /// OTDR budget.
 const ON_TIME_US: i64 = 1_000_000;
 
+/// The kind of a captured frame a live encoder did not encode (its rate control skipped
+/// it to keep to the target): never sent, never shown, referenced by nothing.
+pub const SKIPPED: &str = "skipped";
+
 /// One frame of the reference stream, as the run saw it. Times in µs on one clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrameRow {
@@ -309,14 +313,16 @@ pub fn captured(rows: &[FrameRow]) -> &[FrameRow] {
 /// from it came from exactly the bytes sent. That needs its own slices intact and those of
 /// every reference picture before it since its GoP's keyframe (a missing or damaged
 /// reference is concealed by the decoder, and every picture predicted from it is wrong).
-/// Non-reference pictures break nothing after them.
+/// Non-reference pictures break nothing after them, nor do frames a live encoder skipped
+/// ([`SKIPPED`]): they are not shown, and the next picture is predicted from the one
+/// before them.
 pub fn intact_pictures(rows: &[FrameRow]) -> Vec<bool> {
     let mut chain_intact = false;
     rows.iter()
         .map(|r| {
-            let own = r.arrived_us.is_some() && !r.damaged;
+            let own = r.arrived_us.is_some() && !r.damaged && r.kind != SKIPPED;
             let intact = own && (r.kind == "key" || chain_intact);
-            if r.kind != "non-reference" {
+            if r.kind != "non-reference" && r.kind != SKIPPED {
                 chain_intact = intact;
             }
             intact
@@ -572,6 +578,20 @@ mod tests {
             intact_pictures(&rows),
             [true, true, false, true, false, true, true, true]
         );
+        // A frame the encoder skipped is not shown and breaks nothing after it.
+        rows[2].damaged = false;
+        rows[1].kind = SKIPPED;
+        rows[1].arrived_us = None;
+        rows[1].rendered_us = None;
+        assert_eq!(
+            intact_pictures(&rows),
+            [true, false, true, true, false, true, true, true]
+        );
+        rows[1] = FrameRow {
+            kind: "reference",
+            ..row(1, 42, Some(142))
+        };
+        rows[2].damaged = true;
         // Every frame rendered: the summary tells intact from damaged ones.
         let s = summarize(&rows, &RunFacts::default());
         assert_eq!(s.frames_rendered, 8);

@@ -12,8 +12,8 @@ use gst::prelude::*;
 use linkem::{Link, LinkConfig, Profile};
 
 use crate::metrics::{
-    AbrSummary, AudioFrame, FrameRow, RunFacts, Summary, abr_summary, av_summary, fluid_model,
-    handoff_of, intact_pictures, summarize,
+    AbrSummary, AudioFrame, FrameRow, RunFacts, SKIPPED, Summary, abr_summary, av_summary,
+    fluid_model, handoff_of, intact_pictures, summarize,
 };
 use crate::moq_gst::MoqGst;
 use crate::reference::{self, Au};
@@ -678,7 +678,8 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     let received_sizes = matches!(spec.system, System::Abr { .. });
     // A live encoder's frames are not the reference's kinds: which pictures reference
     // which (for `intact`) is what arrived. A frame that never did counts as referenced,
-    // as every frame of these encoders (no B frames) is.
+    // as every frame of these encoders (no B frames) is, unless the encoder never gave
+    // it out: its rate control skipped it (openh264's frame skip).
     let live = spec.system.encodes_live();
     let handoffs = read_handoffs(&sender_file(&avail_path, "handoffs"))?;
     let scored = reference::due_within(spec.aus, Duration::from_secs(spec.seconds));
@@ -701,6 +702,11 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
             if live {
                 let kind = seen.kinds.get(&row.id).copied();
                 row.kind = reference::kind_name(kind.unwrap_or(h264::FrameKind::Reference));
+                let encoded = sizes.is_empty() || sizes.contains_key(&row.id);
+                if !encoded && row.arrived_us.is_none() {
+                    row.kind = SKIPPED;
+                    row.size = 0;
+                }
             }
             row
         })

@@ -18,16 +18,20 @@ fn ladder_through(relay: &Relay) -> gst::Pipeline {
     .0
 }
 
-/// A viewer of the relay's broadcast behind a link shaped by `profile`: the link and the
-/// viewer.
-fn viewer_behind(relay: &Relay, profile: linkem::Profile) -> (linkem::Link, Receiver) {
+/// A viewer of the relay's broadcast behind a link shaped by `profile` (logging to `log`
+/// if given, linkem's CSV): the link and the viewer.
+fn viewer_behind(
+    relay: &Relay,
+    profile: linkem::Profile,
+    log: Option<std::path::PathBuf>,
+) -> (linkem::Link, Receiver) {
     let link = linkem::Link::start(linkem::LinkConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
         downstream: Some(profile),
         upstream: None,
         seed: 1,
-        log: None,
+        log,
     })
     .expect("link starts");
     let viewer = Receiver::start(&ours(format!(
@@ -72,8 +76,8 @@ fn stall_around(frames: &[ReceivedFrame], at: Duration) -> Duration {
 fn each_viewer_of_the_relay_gets_the_rendition_its_path_carries() {
     let relay = Relay::start();
     let publisher = ladder_through(&relay);
-    let (slow_link, slow) = viewer_behind(&relay, linkem::Profile::constant(400, 150_000));
-    let (open_link, open) = viewer_behind(&relay, linkem::Profile::constant(0, 1 << 20));
+    let (slow_link, slow) = viewer_behind(&relay, linkem::Profile::constant(400, 150_000), None);
+    let (open_link, open) = viewer_behind(&relay, linkem::Profile::constant(0, 1 << 20), None);
     slow.wait_frames(24, WAIT).expect("the slow viewer plays");
     open.wait_frames(24, WAIT).expect("the open viewer plays");
     // Settling: the open viewer climbs two steps, 4 s of calm each at least.
@@ -148,7 +152,8 @@ fn follow_the_link_rate(other_on_lowest: bool) {
         other.wait_frames(24, WAIT).expect("the other viewer plays");
         other
     });
-    let (link, viewer) = viewer_behind(&relay, profile);
+    let log = scratch_dir("follow-the-link-rate").join("link.csv");
+    let (link, viewer) = viewer_behind(&relay, profile, Some(log.clone()));
     let start = unix_now();
     viewer.wait_frames(24, WAIT).expect("plays");
     std::thread::sleep(Duration::from_secs(75).saturating_sub(unix_now() - start));
@@ -216,10 +221,30 @@ fn follow_the_link_rate(other_on_lowest: bool) {
         assert!(
             *stall <= bound,
             "a {stall:?} stall at the switch to width {width} at {at:.1} s; the frames around it \
-             (s, decode index, width, key, discont, ms from receipt to output, ms latency):\n{}",
-            frames_around(&frames, &widths, start, *at)
+             (s, decode index, width, key, discont, ms from receipt to output, ms latency):\n{}\n\
+             the link toward the viewer (s since its first packet, bytes queued, ms of queue):\n{}",
+            frames_around(&frames, &widths, start, *at),
+            queue_around(&log, *at)
         );
     }
+}
+
+/// The downstream rows of linkem's CSV `log` within 3 s of `at` (seconds since the
+/// link's first packet, about the viewer's start), a line each: whether a stall waited
+/// behind the link's queue.
+fn queue_around(log: &std::path::Path, at: f64) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            let t: f64 = fields.first()?.parse().ok()?;
+            let down = fields.get(1) == Some(&"downstream");
+            let (queued, delay) = (fields.get(11)?, fields.get(12)?);
+            (down && (t - at).abs() <= 3.0).then(|| format!("{t:.1} {queued} {delay}"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The frames output within 1.5 s of `at` (seconds since `start`), a line each: what a

@@ -345,9 +345,13 @@ const MAX_WINDOW: u64 = 1 << 30;
 ///   last 200 ms) exceeds 1.5 × target, the window is scaled by
 ///   `(min_rtt + target) / (min_rtt + queue)`: for a saturated link that is the window
 ///   that leaves `target` in the queue at the new rate, found from the delay alone before
-///   the rate estimate has caught up. At most once per round trip; for the next second
-///   (the estimator's window, while it still remembers the old capacity) the window only
-///   shrinks.
+///   the rate estimate has caught up. At most once per two round trips: what a cut did
+///   shows only in the delay of packets sent after it, which leave once the flight has
+///   drained to the new window and are acknowledged a round trip later; cut again on the
+///   old queue still draining, a one-second dip took the window to two packets, and the
+///   link idled after it. For the next second (the estimator's window, while it still
+///   remembers the old capacity) the rate estimate does not raise the window; it grows
+///   only by a packet per round trip while the queue is below target.
 /// - **Starting.** Until the path was first measured, slow start: the window grows by the
 ///   bytes acknowledged while it holds data back and the queue is below target.
 /// - **Loss-tolerant.** Losses do not shrink the window (random loss says nothing about
@@ -419,6 +423,13 @@ impl Delay {
         self.mtu.saturating_mul(2)
     }
 
+    /// The window grown by a packet per window of `acked` bytes: a packet per round trip.
+    fn additive_step(&self, acked: u64) -> u64 {
+        let step = u128::from(self.mtu) * u128::from(acked) / u128::from(self.window.max(1));
+        self.window
+            .saturating_add(u64::try_from(step).unwrap_or(u64::MAX))
+    }
+
     /// The controller's own view of the path.
     pub fn path(&self, now: Instant) -> PathEstimate {
         self.estimator.estimate(now)
@@ -462,13 +473,17 @@ impl Delay {
             let rtt = min_rtt.saturating_add(queue);
             let flight = self.window.min(in_flight).max(min_window);
             self.window = scale(flight, base, rtt).clamp(min_window, self.window.max(min_window));
-            self.next_cut = now.checked_add(rtt);
+            self.next_cut = now.checked_add(rtt.saturating_mul(2));
             self.hold = now.checked_add(PATH_WINDOW);
             return;
         }
         let measured = est.delivery_rate.map(|rate| bytes_in(rate, base));
         if self.hold.is_some_and(|until| now < until) {
-            // After a cut the rate estimate still remembers the old capacity.
+            // After a cut the rate estimate still remembers the old capacity; a packet per
+            // round trip finds what the path carries now.
+            if queue <= target && !app_limited {
+                self.window = self.additive_step(acked);
+            }
             return;
         }
         self.confirmed |= est.confirmed;
@@ -490,12 +505,7 @@ impl Delay {
                     // above min_rtt + target, and the smallest window (one packet in
                     // flight) would stay the smallest on any link.
                     self.window = if queue <= target {
-                        let step = u128::from(self.mtu) * u128::from(acked)
-                            / u128::from(self.window.max(1));
-                        let grown = self
-                            .window
-                            .saturating_add(u64::try_from(step).unwrap_or(u64::MAX));
-                        window.max(grown)
+                        window.max(self.additive_step(acked))
                     } else {
                         window
                     };

@@ -314,3 +314,40 @@ fn delay_window_arithmetic_saturates() {
     cc.acks_done(t0, u64::MAX, false);
     assert!(Controller::window(&cc) <= MAX_WINDOW);
 }
+
+#[test]
+fn delay_keeps_a_usable_window_through_a_one_second_dip_and_fills_the_link_after_it() {
+    // A mobile-like path, 50 ms each way: 670 kbit/s, a second at 280, then 790; the
+    // sender has 600 kbit/s of media, GoPs of 15 frames.
+    let capacity = vec![
+        (Duration::ZERO, 670_000),
+        (10 * S, 280_000),
+        (11 * S, 790_000),
+    ];
+    let mut sc = Scenario::new(capacity, constant(600_000), 16 * S);
+    sc.forward_delay = Duration::from_millis(50);
+    sc.return_delay = Duration::from_millis(50);
+    let mut cc = delay();
+    let out = sim::run(&sc, &mut cc);
+    let smallest = out
+        .between(10 * S, 13 * S)
+        .map(|s| s.window)
+        .min()
+        .unwrap_or(0);
+    let (_, _, util_after) = figures(&out, 11 * S + S / 2, 13 * S);
+    let served = |from: Duration, to: Duration| {
+        let mut window = out.between(from, to);
+        let first = window.next().map_or(0, |s| s.served);
+        window.last().map_or(0, |s| s.served) - first
+    };
+    let after_kbit = served(11 * S, 12 * S) as f64 * 8.0 / 1000.0;
+    println!(
+        "delay, a second at 280 kbit/s between 670 and 790: smallest window {smallest} B, \
+         {after_kbit:.0} kbit through the second after the dip, utilization {:.1}% from 11.5 to 13 s",
+        util_after * 100.0
+    );
+    // The media (600 kbit/s) fits the link again after the dip: the window does not sit
+    // at a packet or two while the link idles.
+    assert!(smallest >= 4 * u64::from(MTU), "{smallest}");
+    assert!(after_kbit >= 450.0, "{after_kbit}");
+}

@@ -664,16 +664,26 @@ fn climbing_audio_delay(i: u64) -> u64 {
 /// Video a second behind its audio (congested, while the relay forwards audio first),
 /// audio's delay climbing: returns the sim run for 12 s of video, and its tracks.
 fn video_trailing_climbing_audio(adaptive: bool) -> (Sim, TrackId, TrackId) {
+    video_trailing_audio(adaptive, climbing_audio_delay, 12)
+}
+
+/// Video a second behind its audio, whose frame `i` takes `audio_delay_ms(i)`: the sim
+/// run for `video_s` of video (audio going on 2 s longer), and its tracks.
+fn video_trailing_audio(
+    adaptive: bool,
+    audio_delay_ms: impl Fn(u64) -> u64,
+    video_s: u64,
+) -> (Sim, TrackId, TrackId) {
     let mut sim = Sim::with(100, true, adaptive);
     let v = sim.track("video", MediaKind::Video);
     let a = sim.track("audio", MediaKind::Audio);
-    sim.video(v, 0..288, |i| {
-        (climbing_audio_delay(i * VIDEO_FRAME_US as u64 / 20_000) + 1_000) * MS
+    sim.video(v, 0..video_s * 24, |i| {
+        (audio_delay_ms(i * VIDEO_FRAME_US as u64 / 20_000) + 1_000) * MS
     });
     // Audio goes on past the video's end: video this far behind a track that ended
     // would lead the timeline itself.
-    sim.audio(a, 0..700, |i| climbing_audio_delay(i) * MS);
-    sim.run_until(16_000 * MS);
+    sim.audio(a, 0..(video_s + 2) * 50, |i| audio_delay_ms(i) * MS);
+    sim.run_until((video_s + 4) * 1_000 * MS);
     (sim, v, a)
 }
 
@@ -750,14 +760,7 @@ fn audio_outrun_by_its_delay_grows_by_what_the_late_frame_needs_not_the_whole_la
     // doubles): audio's delay climbs 800 ms in a second. Frames come later than the
     // buffering takes; each moves the timeline only as far as it must.
     let climbing = |i: u64| 300 + (i * 20).saturating_sub(3_000).min(1_000) * 4 / 5;
-    let mut sim = Sim::adaptive(100);
-    let v = sim.track("video", MediaKind::Video);
-    let a = sim.track("audio", MediaKind::Audio);
-    sim.video(v, 0..192, |i| {
-        (climbing(i * VIDEO_FRAME_US as u64 / 20_000) + 1_000) * MS
-    });
-    sim.audio(a, 0..500, |i| climbing(i) * MS);
-    sim.run_until(12_000 * MS);
+    let (sim, v, a) = video_trailing_audio(true, climbing, 8);
     let (video, audio) = (sim.outputs(v), sim.outputs(a));
     let holes = audio_holes_ms(&audio, 60);
     let playout = sim.player.playout().expect("adaptive playout");

@@ -482,7 +482,7 @@ impl Delay {
             // After a cut the rate estimate still remembers the old capacity; a packet per
             // round trip finds what the path carries now.
             if queue <= target && !app_limited {
-                self.window = self.additive_step(acked);
+                self.window = self.additive_step(acked).min(MAX_WINDOW);
             }
             return;
         }

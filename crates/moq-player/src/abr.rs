@@ -15,7 +15,11 @@
 //!   sending more. (Both took their own size's time on the path: counting the whole large
 //!   object would overrate a slow path when keyframes are only a few times a delta frame.)
 //!   Anything else only lengthens the transfer measured, so the capacity is the upper
-//!   quartile of the samples, not their median.
+//!   quartile of the samples, not their median, with one exception: while a backlog
+//!   drains (a sender or relay catching up), each object comes earlier than the one
+//!   before, and the least delay is the latest object's, so a large object then measured
+//!   against it reads the path fast. Samples are taken only on a settled path: no object
+//!   of the last second came more than 5 ms earlier than the least delay before it.
 //!
 //! The rules:
 //!
@@ -75,6 +79,14 @@ const CAPACITY_WINDOW_US: u64 = 10_000_000;
 const CAPACITY_MIN_BYTES: u64 = 500;
 /// Transfer times below this are taken as this: the sample then says "at least".
 const MIN_TRANSFER_US: i64 = 1_000;
+/// The recent objects whose delay tells whether the path is settled (see
+/// [`Abr::settled`]).
+const SETTLED_WINDOW_US: u64 = 1_000_000;
+/// How much earlier than the least delay before them recent objects may come on a
+/// settled path: more than a delta frame's jitter on a loaded machine (a few ms), less
+/// than a draining backlog's step (a frame interval less the frame's transfer, tens of
+/// ms).
+const FALLING_US: i64 = 5_000;
 
 /// Why the rendition changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,9 +193,11 @@ impl Abr {
         self.received.push_back((now_us, bytes));
         expire(&mut self.received, now_us, RATE_WINDOW_US);
         let Some(delay) = delay_us else { return };
+        let settled = self.settled(now_us);
         self.delays.push_back((now_us, (delay, bytes)));
         expire(&mut self.delays, now_us, BASE_WINDOW_US);
-        if let Some((base, base_bytes)) = self.base()
+        if settled
+            && let Some((base, base_bytes)) = self.base()
             && bytes >= base_bytes.saturating_add(CAPACITY_MIN_BYTES)
         {
             let transfer = delay.saturating_sub(base).max(MIN_TRANSFER_US) as u64;
@@ -208,6 +222,25 @@ impl Abr {
     /// object that had it.
     fn base(&self) -> Option<(i64, u64)> {
         self.delays.iter().map(|(_, d)| *d).min()
+    }
+
+    /// Whether the path's delay has settled at `now_us`: none of the objects of the last
+    /// [`SETTLED_WINDOW_US`] came more than [`FALLING_US`] earlier than the least delay of
+    /// those before them. Not before there are objects that old to compare with.
+    fn settled(&self, now_us: u64) -> bool {
+        let since = now_us.saturating_sub(SETTLED_WINDOW_US);
+        let least = |recent: bool| {
+            self.delays
+                .iter()
+                .filter(|(at, _)| (*at >= since) == recent)
+                .map(|(_, (delay, _))| *delay)
+                .min()
+        };
+        match (least(false), least(true)) {
+            (Some(before), Some(recent)) => recent >= before.saturating_sub(FALLING_US),
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
     }
 
     /// How long objects queued lately, beyond the path's delay: the least over the queue
@@ -236,10 +269,11 @@ impl Abr {
     }
 
     /// The path's capacity as recent large objects measured it: the upper quartile of
-    /// their samples. A sample reads the path low, not high: a queue, the sender's
-    /// pacing, an encoder slower on a large frame and a busy receiver stamping its last
-    /// piece late all only lengthen the transfer measured, while the object of least
-    /// delay it is measured against is the one that met the least of them. On a low
+    /// their samples. On a settled path (see [`Abr::settled`]) a sample reads the path
+    /// low, not high: a queue, the sender's pacing, an encoder slower on a large frame and
+    /// a busy receiver stamping its last piece late all only lengthen the transfer
+    /// measured, while the object of least delay it is measured against is the one that
+    /// met the least of them. On a low
     /// rendition, whose keyframes are a kilobyte above its delta frames (a few ms on a
     /// fast path), that noise is most of the transfer: the median of such samples read a
     /// 1.2 Mbit/s path as 0.66 on a busy machine. Not the largest: an upper quartile still
@@ -614,6 +648,45 @@ mod tests {
         let mut abr = Abr::new(&LADDER, None, 0);
         path.run(&mut abr, 20, |_| 100_000_000);
         assert_eq!(abr.current(), HIGH);
+    }
+
+    /// A 400 kbit/s path on which a sender or relay catches up with a backlog for the
+    /// first 5 s (as after a switch down on a loaded machine): objects come earlier than
+    /// the ones before until it has drained. The keyframes that come meanwhile, measured
+    /// against the latest object, read the path several times fast (2.7 and 7.4 Mbit/s
+    /// were seen on such a link); measured once the path has settled, they read it as it
+    /// is.
+    #[test]
+    fn a_draining_backlog_does_not_read_a_slow_path_fast() {
+        const LINK_BPS: u64 = 400_000;
+        let mut abr = Abr::new(&LADDER, None, 0);
+        let mut path = Path::new(LINK_BPS);
+        // 250 kbit/s in 1.25 kB delta frames and 2.1 kB keyframes every 15 frames.
+        let size = |frame: u64| if frame % 15 == 0 { 2_100 } else { 1_250 };
+        // The backlog: the first frame waits a second at the sender, and each one after
+        // it a little less, until frames leave when made from 5 s on.
+        let sent_at = |available: u64| available + S.saturating_sub(available / 5);
+        let mut samples = Vec::new();
+        for frame in 0..(20 * S / 41_667) {
+            let available = frame * 41_667;
+            let arrival = path.send(sent_at(available), size(frame));
+            let before = abr.capacity.len();
+            abr.on_object(arrival, size(frame), Some((arrival - available) as i64));
+            if abr.capacity.len() > before {
+                samples.extend(abr.capacity.back().copied());
+            }
+            let switch = abr.poll(arrival);
+            assert!(switch.is_none(), "{switch:?} at {arrival} µs: {samples:?}");
+        }
+        let fastest = samples.iter().map(|(_, bps)| *bps).max().expect("measured");
+        assert!(
+            fastest <= LINK_BPS * 5 / 4,
+            "a {LINK_BPS} bit/s path read as {fastest}: {samples:?}"
+        );
+        assert!(
+            samples.iter().any(|(at, _)| *at > 10 * S),
+            "measured once settled: {samples:?}"
+        );
     }
 
     #[test]

@@ -273,11 +273,11 @@ impl Abr {
     /// low, not high: a queue, the sender's pacing, an encoder slower on a large frame and
     /// a busy receiver stamping its last piece late all only lengthen the transfer
     /// measured, while the object of least delay it is measured against is the one that
-    /// met the least of them. On a low
-    /// rendition, whose keyframes are a kilobyte above its delta frames (a few ms on a
-    /// fast path), that noise is most of the transfer: the median of such samples read a
-    /// 1.2 Mbit/s path as 0.66 on a busy machine. Not the largest: an upper quartile still
-    /// needs a quarter of the samples to read that high.
+    /// met the least of them. On a low rendition, whose keyframes are a kilobyte above
+    /// its delta frames (a few ms on a fast path), that noise is most of the transfer:
+    /// the median of such samples read a 1.2 Mbit/s path as 0.66 on a busy machine. Not
+    /// the largest: an upper quartile still needs a quarter of the samples to read that
+    /// high.
     pub fn capacity_bps(&self) -> Option<u64> {
         let mut samples: Vec<u64> = self.capacity.iter().map(|(_, bps)| *bps).collect();
         samples.sort_unstable();
@@ -670,9 +670,10 @@ mod tests {
         for frame in 0..(20 * S / 41_667) {
             let available = frame * 41_667;
             let arrival = path.send(sent_at(available), size(frame));
-            let before = abr.capacity.len();
+            // A new sample is the newest entry; the window may drop an old one meanwhile.
+            let newest = abr.capacity.back().copied();
             abr.on_object(arrival, size(frame), Some((arrival - available) as i64));
-            if abr.capacity.len() > before {
+            if abr.capacity.back().copied() != newest {
                 samples.extend(abr.capacity.back().copied());
             }
             let switch = abr.poll(arrival);

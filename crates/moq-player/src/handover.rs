@@ -130,12 +130,8 @@ impl<T> Handover<T> {
     pub fn new_item(&mut self, mut item: Item<T>, now_us: u64) {
         if let Some(renumber) = self.renumber {
             renumber.item(&mut item);
-            // A frame at or before the last one played came on the old path already (once
-            // cut, nothing more is played from it).
-            let last = self.played.last();
-            let played = matches!(&item, Item::Frame(frame)
-                if last.is_some_and(|last| frame.header.decode_index <= last.decode_index));
-            if !played {
+            // Once cut, nothing more is played from the old path.
+            if !self.was_played(&item) {
                 self.out.push_back(item);
             }
             return;
@@ -173,10 +169,26 @@ impl<T> Handover<T> {
     }
 
     /// The new subscription's frame `same` repeats the frame `played`: it takes over from
-    /// the last frame played, numbered on from it, and what it held is not needed.
+    /// the last frame played, numbered on from it. What it held goes on too, renumbered:
+    /// a later group's keyframe can come before the group under way (each group is a
+    /// stream of its own), and the track needs it.
     fn continue_from(&mut self, played: &FrameHeader, same: &FrameHeader) {
-        self.renumber = Some(Renumber::onto(played, same));
-        self.held.clear();
+        let renumber = Renumber::onto(played, same);
+        self.renumber = Some(renumber);
+        for mut item in std::mem::take(&mut self.held) {
+            renumber.item(&mut item);
+            if !self.was_played(&item) {
+                self.out.push_back(item);
+            }
+        }
+    }
+
+    /// Whether `item` (the track's numbering) is a frame at or before the last one played:
+    /// it came on the old path already.
+    fn was_played(&self, item: &Item<T>) -> bool {
+        let last = self.played.last();
+        matches!(item, Item::Frame(frame)
+            if last.is_some_and(|last| frame.header.decode_index <= last.decode_index))
     }
 
     fn finish(&mut self) {
@@ -460,5 +472,36 @@ mod tests {
         assert!(h.is_done());
         h.new_item(numbered(37, 700), 1_000);
         assert_eq!(indices(&mut h), [36, 37]);
+    }
+
+    #[test]
+    fn a_later_groups_keyframe_that_comes_before_the_group_under_way_is_kept() {
+        // 24 (a keyframe) to 33 played. The new path's next group (36) opens its stream
+        // before the group under way (24) does: its keyframe comes first, is newer than
+        // anything played and is held; then 24 repeats a frame played.
+        let mut played = PlayedFrames::default();
+        for i in 24..34 {
+            let Item::Frame(f) = frame(i) else {
+                unreachable!()
+            };
+            played.push(f.header, f.size);
+        }
+        let mut h = Handover::new(played);
+        h.new_item(numbered(36, 900), 1_000);
+        assert!(!h.is_done());
+        for i in 24..36 {
+            h.new_item(numbered(i, 900), 1_000);
+        }
+        assert!(h.is_done(), "the group under way repeats a frame played");
+        for i in 37..40 {
+            h.new_item(numbered(i, 900), 1_000);
+        }
+        let mut out = indices(&mut h);
+        out.sort_unstable();
+        assert_eq!(
+            out,
+            (34..40).collect::<Vec<_>>(),
+            "each frame once from the last one played, the next group's keyframe too"
+        );
     }
 }

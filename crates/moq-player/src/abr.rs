@@ -229,14 +229,17 @@ impl Abr {
     /// those before them. Not before there are objects that old to compare with.
     fn settled(&self, now_us: u64) -> bool {
         let since = now_us.saturating_sub(SETTLED_WINDOW_US);
-        let least = |recent: bool| {
-            self.delays
-                .iter()
-                .filter(|(at, _)| (*at >= since) == recent)
-                .map(|(_, (delay, _))| *delay)
-                .min()
-        };
-        match (least(false), least(true)) {
+        // The least delay before the window and in it, in one pass.
+        let (mut before, mut recent) = (None, None);
+        for (at, (delay, _)) in &self.delays {
+            let least = if *at >= since {
+                &mut recent
+            } else {
+                &mut before
+            };
+            *least = Some(least.map_or(*delay, |d: i64| d.min(*delay)));
+        }
+        match (before, recent) {
             (Some(before), Some(recent)) => recent >= before.saturating_sub(FALLING_US),
             (Some(_), None) => true,
             (None, _) => false,

@@ -243,7 +243,7 @@ impl Page {
         match page.lines.recv_timeout(Duration::from_secs(90)) {
             Ok(line) if line == "ready" => Opened::Ready(page),
             other => {
-                let status = page.wait_exit();
+                let status = page.wait_exit(WAIT);
                 let stderr = page.stderr.lock().unwrap().clone();
                 if status == Some(CHROMIUM_CANNOT_START) {
                     Opened::NoChromium(stderr)
@@ -256,8 +256,9 @@ impl Page {
         }
     }
 
-    fn wait_exit(&mut self) -> Option<i32> {
-        let deadline = Instant::now() + WAIT;
+    /// The runner's exit status, once it exits within `within`.
+    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
                 // Give the reader threads a moment to drain the pipes.
@@ -283,7 +284,13 @@ impl Page {
 }
 
 impl Drop for Page {
+    /// Closing its stdin ends the page, and the runner removes Chromium's profile before
+    /// it exits; killed only if it does not.
     fn drop(&mut self) {
+        drop(self.stdin.take());
+        if self.wait_exit(Duration::from_secs(15)).is_some() {
+            return;
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -40,8 +40,8 @@ fn test_ca(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     paths
 }
 
-fn scratch() -> PathBuf {
-    scratch_dir("moq-tls-test")
+fn scratch() -> Scratch {
+    Scratch::new("moq-tls-test")
 }
 
 /// Plays `url` for a few seconds in a `gst-launch-1.0` process whose system roots are
@@ -83,7 +83,8 @@ fn a_server_whose_certificate_chains_to_a_system_root_is_trusted_without_a_pin()
     eprintln!("with the test CA as the system's root: {frames} frames");
     assert!(frames >= 24, "plays without tls-insecure: {frames}\n{text}");
     // The same server when the system does not trust it: refused, with the reason.
-    let other = scratch().join("other.pem");
+    let other_dir = scratch();
+    let other = other_dir.join("other.pem");
     std::fs::write(&other, {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();

@@ -180,6 +180,32 @@ pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A [`scratch_dir`] removed when dropped, unless the test is failing: what it holds
+/// (a link's log, certificates) is then left for the post-mortem.
+pub struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    pub fn new(prefix: &str) -> Scratch {
+        Scratch(scratch_dir(prefix))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// Raw video every test encodes; I420 keeps x264enc in High profile (not High 4:4:4).
 pub const TEST_CAPS: &str = "video/x-raw,format=I420,width=320,height=240,framerate=24/1";
 pub const TEST_VIDEO: &str = "videotestsrc is-live=true pattern=ball \

@@ -31,9 +31,10 @@ fn moq_gst_launch(dir: &Path, pipeline: &str) -> Command {
         .arg("-v")
         .args(pipeline.split_whitespace())
         .env("GST_PLUGIN_PATH", dir)
+        // One registry for every run (GStreamer replaces it whole when it rewrites it).
         .env(
             "GST_REGISTRY",
-            std::env::temp_dir().join(format!("moq-gst-registry-{}.bin", std::process::id())),
+            std::env::temp_dir().join("moq-gst-registry.bin"),
         );
     command
 }

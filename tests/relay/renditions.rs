@@ -152,7 +152,8 @@ fn follow_the_link_rate(other_on_lowest: bool) {
         other.wait_frames(24, WAIT).expect("the other viewer plays");
         other
     });
-    let log = scratch_dir("follow-the-link-rate").join("link.csv");
+    let scratch = Scratch::new("follow-the-link-rate");
+    let log = scratch.join("link.csv");
     let (link, viewer) = viewer_behind(&relay, profile, Some(log.clone()));
     let start = unix_now();
     viewer.wait_frames(24, WAIT).expect("plays");

@@ -1240,7 +1240,7 @@ def fanout_section(dirs):
     md = ["## Fan-out", "", fanout_method(f), ""]
     if len(dirs) > 1:
         return md + fanout_spread(dirs)
-    builds = [b["label"] for b in f["builds"]]
+    builds = ran_builds([f])
     runs = sorted(
         f["runs"],
         key=lambda r: (r["path"] != "direct", builds.index(r["build"]) if r["build"] in builds else len(builds), r["subscribers"]),
@@ -1293,6 +1293,15 @@ def fanout_section(dirs):
     md += fanout_verdicts([f], builds)
     md.append("")
     return md
+
+
+def ran_builds(files):
+    """The builds of fan-out runs (labels, first first) that have runs: a build given but
+    never run (a cluster-only run runs the first) has nothing to compare."""
+    builds = []
+    for f in files:
+        builds += [b["label"] for b in f["builds"] if b["label"] not in builds]
+    return [b for b in builds if any(r["build"] == b for f in files for r in f["runs"])]
 
 
 def fanout_nodes(runs):
@@ -1354,10 +1363,9 @@ def fanout_spread(dirs):
     """Several fan-out runs (each DIR/fanout.json): per path, build and N, the median with
     min–max of each figure, and the direct cost of every other build against the first."""
     rows = {}
-    builds = []
     files = [load_json(os.path.join(d, "fanout.json")) for d in dirs]
+    builds = ran_builds(files)
     for f in files:
-        builds += [b["label"] for b in f["builds"] if b["label"] not in builds]
         for r in f["runs"]:
             rows.setdefault((r["path"], r["build"], r["subscribers"]), []).append(r)
     keys = sorted(rows, key=lambda k: (k[0] != "direct", builds.index(k[1]), k[2]))

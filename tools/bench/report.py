@@ -20,6 +20,7 @@ import csv
 import json
 import os
 import platform
+import re
 import subprocess
 from collections import defaultdict
 
@@ -1295,6 +1296,29 @@ def fanout_section(dirs):
     return md
 
 
+def cluster_section(dirs):
+    """Fan-out through a cluster of moq-relay nodes (runs of `moq-bench --fanout --cluster`):
+    the spread of the runs of each clip bitrate."""
+    by_clip = {}
+    for d in dirs:
+        x264 = load_json(os.path.join(d, "fanout.json"))["clip"]["x264"]
+        kbit = int(re.search(r"bitrate=(\d+)", x264).group(1))
+        by_clip.setdefault(kbit, []).append(d)
+    if not by_clip:
+        return []
+    md = [
+        "### Through a cluster",
+        "",
+        "The same measure through three moq-relay nodes joined as a cluster: the sender publishes to the first, "
+        "subscriber *i* goes to node *i* mod 3, the relay columns add the nodes up "
+        "([benchmarks/fanout/cluster](benchmarks/fanout/cluster/README.md) has each run and node).",
+        "",
+    ]
+    for kbit, group in sorted(by_clip.items(), reverse=True):
+        md += [f"The clip encoded at {kbit} kbit/s:", ""] + fanout_spread(group)
+    return md
+
+
 def ran_builds(files):
     """The builds of fan-out runs (labels, first first) that have runs: a build given but
     never run (a cluster-only run runs the first) has nothing to compare."""
@@ -1485,12 +1509,20 @@ def main():
         metavar="DIR",
         help="the fan-out runs of the report's fan-out section, as their spread (default: DIR/fanout.json)",
     )
+    parser.add_argument(
+        "--cluster",
+        nargs="+",
+        metavar="DIR",
+        help="fan-out runs through a cluster (--cluster), as their spread per clip bitrate",
+    )
     args = parser.parse_args()
     out = args.out
     if args.fanout_runs:
         print("\n".join(fanout_spread([out] + args.fanout_runs)))
         return
-    missing = [d for d in args.fanout or [] if not os.path.exists(os.path.join(d, "fanout.json"))]
+    missing = [
+        d for d in (args.fanout or []) + (args.cluster or []) if not os.path.exists(os.path.join(d, "fanout.json"))
+    ]
     if missing:
         parser.error(f"no fanout.json in {', '.join(missing)}")
     reading_file = args.reading or os.path.join(out, "reading.md")
@@ -1673,6 +1705,7 @@ def main():
     md.extend(variants_section(out, summaries, profiles))
     md.extend(abr_goals(summaries))
     md.extend(fanout_section(args.fanout or [out]))
+    md.extend(cluster_section(args.cluster or []))
     md.append("## Reading")
     md.append("")
     if os.path.exists(reading_file):

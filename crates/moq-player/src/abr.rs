@@ -665,7 +665,13 @@ mod tests {
         let mut abr = Abr::new(&LADDER, None, 0);
         let mut path = Path::new(LINK_BPS);
         // 250 kbit/s in 1.25 kB delta frames and 2.1 kB keyframes every 15 frames.
-        let size = |frame: u64| if frame.is_multiple_of(15) { 2_100 } else { 1_250 };
+        let size = |frame: u64| {
+            if frame.is_multiple_of(15) {
+                2_100
+            } else {
+                1_250
+            }
+        };
         // The backlog: the first frame waits a second at the sender, and each one after
         // it a little less, until frames leave when made from 5 s on.
         let sent_at = |available: u64| available + S.saturating_sub(available / 5);

@@ -391,18 +391,23 @@ mod tests {
         assert_eq!(renumber.group(5004), 4);
     }
 
-    #[test]
-    fn a_new_path_repeating_a_frame_played_continues_right_after_the_last_one_played() {
-        // 24 (a keyframe) to 33 played before the move; the old path then delivers nothing
-        // more (its node's publisher has left). The new path starts at the group under way.
+    /// The frames `range` of [`frame`] as played before a move.
+    fn played(range: std::ops::Range<u64>) -> PlayedFrames {
         let mut played = PlayedFrames::default();
-        for i in 24..34 {
+        for i in range {
             let Item::Frame(f) = frame(i) else {
                 unreachable!()
             };
             played.push(f.header, f.size);
         }
-        let mut h = Handover::new(played);
+        played
+    }
+
+    #[test]
+    fn a_new_path_repeating_a_frame_played_continues_right_after_the_last_one_played() {
+        // 24 (a keyframe) to 33 played before the move; the old path then delivers nothing
+        // more (its node's publisher has left). The new path starts at the group under way.
+        let mut h = Handover::new(played(24..34));
         h.new_item(frame(24), 1_000);
         assert!(
             h.is_done(),
@@ -479,14 +484,7 @@ mod tests {
         // 24 (a keyframe) to 33 played. The new path's next group (36) opens its stream
         // before the group under way (24) does: its keyframe comes first, is newer than
         // anything played and is held; then 24 repeats a frame played.
-        let mut played = PlayedFrames::default();
-        for i in 24..34 {
-            let Item::Frame(f) = frame(i) else {
-                unreachable!()
-            };
-            played.push(f.header, f.size);
-        }
-        let mut h = Handover::new(played);
+        let mut h = Handover::new(played(24..34));
         h.new_item(numbered(36, 900), 1_000);
         assert!(!h.is_done());
         for i in 24..36 {

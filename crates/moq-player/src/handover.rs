@@ -173,7 +173,12 @@ impl<T> Handover<T> {
     /// a later group's keyframe can come before the group under way (each group is a
     /// stream of its own), and the track needs it.
     fn continue_from(&mut self, played: &FrameHeader, same: &FrameHeader) {
-        let renumber = Renumber::onto(played, same);
+        self.cut(Renumber::onto(played, same));
+    }
+
+    /// The new subscription plays from now on, numbered by `renumber`; what it held goes
+    /// to the track, but for frames the old path played already.
+    fn cut(&mut self, renumber: Renumber) {
         self.renumber = Some(renumber);
         for mut item in std::mem::take(&mut self.held) {
             renumber.item(&mut item);
@@ -195,13 +200,9 @@ impl<T> Handover<T> {
         if self.is_done() {
             return;
         }
-        let Some((renumber, _missing)) = self.splice.renumber() else {
-            return;
-        };
-        self.renumber = Some(renumber);
-        for mut item in self.held.drain(..) {
-            renumber.item(&mut item);
-            self.out.push_back(item);
+        if let Some((renumber, _missing)) = self.splice.renumber() {
+            // The keyframe cut to follows the last frame played: nothing held is skipped.
+            self.cut(renumber);
         }
     }
 

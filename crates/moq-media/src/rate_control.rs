@@ -12,13 +12,21 @@
 //!   (the path's trough, not the passing wave of a keyframe) above 80 ms plus the time the
 //!   path takes for one packet (at 150 kbit/s a lone packet's serialisation alone is 64 ms
 //!   above the minimum round trip measured on a faster link), or loss above 5 %; sooner,
-//!   a queue above 150 ms for 200 ms, or a transport holding data back that gets less
+//!   a queue above 150 ms for 200 ms; a link that fell under the stream, which the
+//!   newest acknowledgements show as a queue above 60 ms while the path, busy for most of
+//!   the last quarter second, delivered less than 70 % of the encoder's output there
+//!   (round-trip samples come back only after the queue they measure, the busy
+//!   intervals show the new rate a round trip after the fall; the cut then goes to 80 %
+//!   of that recent rate less the queue's drain); or a transport holding data back that gets less
 //!   than 70 % of the encoder's output through (a delay-based congestion window shrinks
 //!   to a link that dropped, and the excess waits at the sender, not in the network,
 //!   before a busy interval measures the new rate; the window's first round trips
 //!   understate the link, so that alone allows 70 % of the output asked for, a step at
 //!   each update while it lasts, down to 80 % of what gets through, or 90 % of a
-//!   delivery rate measured lately). An
+//!   delivery rate measured lately). The queue is the network's plus the publisher's
+//!   own, the time its data waits before the transport takes it: on a gentle decline a
+//!   delay-based window keeps the network's queue short and the excess waits there,
+//!   unseen by round trips. An
 //!   overloaded path allows 80 % of what it carries (the acknowledged rate, the delivery
 //!   rate measured on busy intervals when lower), less the bytes of its standing queue
 //!   spread over a second (down to half what it carries), so the queue is gone within
@@ -93,6 +101,14 @@ const QUEUE_HIGH_US: u64 = 80_000;
 /// drain below, 3.7 % with the drain at 250 ms, 5.3 % with this alone, 6.6 % with
 /// neither.
 const QUEUE_SEVERE_US: u64 = 150_000;
+/// A queue the newest acknowledgements show above this (plus a packet's serialisation),
+/// with the path busy at a recent rate far below the encoder's output, is a link that
+/// fell under the stream: cut without waiting for the standing queue. Round-trip samples
+/// come back only after the queue they measure, so at a fall the 200 ms of them above
+/// [`QUEUE_SEVERE_US`] arrive about half a second late, and the frames encoded meanwhile
+/// at the old rate wait behind the queue; the busy intervals show the new rate about a
+/// round trip after the fall.
+const FALL_QUEUE_US: u64 = 60_000;
 /// A trough below this (plus a packet's serialisation) leaves room to probe.
 const QUEUE_CLEAR_US: u64 = 30_000;
 /// Loss above which a path is overloaded.
@@ -209,6 +225,18 @@ pub struct PathReport {
     /// app-limited): a path that measures nothing then already carries all it is given.
     /// Also true before the first acknowledgement, when nothing is known to probe on.
     pub held_back: bool,
+    /// How long the publisher's own data waits before the transport takes it (the
+    /// smallest wait over 200 ms), µs: a queue the round trips cannot show yet, as a
+    /// delay-based window keeps the network's queue short and the excess waits at the
+    /// sender.
+    pub send_queue_us: u64,
+    /// The smallest such wait over the last second, µs.
+    pub send_queue_trough_us: u64,
+    /// Delivery rate of the busy intervals of the last quarter second alone, bit/s, when
+    /// the path was busy for much of it.
+    pub recent_delivery_bps: Option<u64>,
+    /// The smallest queueing delay of the newest acknowledgements (over 100 ms), µs.
+    pub recent_queue_us: Option<u64>,
 }
 
 /// Why the target changed.
@@ -284,6 +312,9 @@ pub struct RateController {
     /// Whether cuts drain a standing queue ([`DRAIN_US`]); off only to measure what the
     /// drain does.
     pub(crate) drain: bool,
+    /// Whether a link that fell under the stream is cut on its recent rate
+    /// ([`FALL_QUEUE_US`]); off only to measure what that does.
+    pub(crate) detect_falls: bool,
     /// The goal the last cut set.
     cut_level: f64,
     /// No rise before this.
@@ -320,6 +351,7 @@ impl RateController {
             last_cut_us: None,
             cut_drains: false,
             drain: true,
+            detect_falls: true,
             cut_level: start as f64,
             rise_after_us: 0,
             probe: None,
@@ -400,14 +432,25 @@ impl RateController {
         // The time the path takes for one packet: each packet's own serialisation is
         // measured as queueing against a minimum round trip taken on a faster link.
         let packet_us = (PACKET_BITS * 1e6 / rate.unwrap_or(1_000_000).max(1) as f64) as u64;
-        let queue = path.queue_trough_us.unwrap_or(path.queue_delay_us);
+        // The publisher's own queue is queue too, on a path that gets data through (a peer
+        // that stopped reading, or an outage, lets data wait for no reason of rate).
+        let least = TRICKLE * self.config.min_bps as f64;
+        let (sender, sender_trough) = if path.acked_bps.is_some_and(|a| a as f64 >= least) {
+            (path.send_queue_us, path.send_queue_trough_us)
+        } else {
+            (0, 0)
+        };
+        let queue_now = path.queue_delay_us.saturating_add(sender);
+        let queue = path
+            .queue_trough_us
+            .unwrap_or(path.queue_delay_us)
+            .saturating_add(sender_trough);
         // Data waiting while the path gets far less through than the encoder makes: the
         // congestion window already shrank to a link that dropped, and the excess queues
         // at the sender, before a busy interval measures the new rate (a delay-based
         // window keeps the network queue short, so no queue shows there). A path that
         // gets next to nothing through (a peer that stopped reading, an outage) is not one
         // to follow down.
-        let least = TRICKLE * self.config.min_bps as f64;
         let backed_up = path.held_back
             && path
                 .acked_bps
@@ -417,10 +460,21 @@ impl RateController {
                     acked >= least && acked < COLLAPSE * produced
                 });
         let queued = queue > QUEUE_HIGH_US.saturating_add(packet_us)
-            || path.queue_delay_us > QUEUE_SEVERE_US.saturating_add(packet_us)
+            || queue_now > QUEUE_SEVERE_US.saturating_add(packet_us)
             || path.loss_rate > LOSS_HIGH;
-        let overloaded = queued || backed_up;
-        let queueing = overloaded || path.queue_delay_us > QUEUE_HIGH_US.saturating_add(packet_us);
+        // A link that fell under the stream: busy at a recent rate far below what the
+        // encoder makes, with a queue growing behind it.
+        let recent_queue_us = path.recent_queue_us.unwrap_or(0);
+        let fallen = path
+            .recent_delivery_bps
+            .zip(produced)
+            .filter(|_| {
+                self.detect_falls && recent_queue_us > FALL_QUEUE_US.saturating_add(packet_us)
+            })
+            .filter(|&(recent, produced)| (recent as f64) < COLLAPSE * produced.min(self.goal))
+            .map(|(recent, _)| recent as f64);
+        let overloaded = queued || backed_up || fallen.is_some();
+        let queueing = overloaded || queue_now > QUEUE_HIGH_US.saturating_add(packet_us);
         let clear =
             queue <= QUEUE_CLEAR_US.saturating_add(packet_us) && path.loss_rate <= LOSS_HIGH / 2.0;
         let age = path.sample_age_us.filter(|_| path.delivery_bps.is_some());
@@ -434,14 +488,14 @@ impl RateController {
                 (Some(d), Some(a)) => d.min(a),
                 (d, a) => d.or(a)?,
             };
-            let carried = carried as f64;
+            let carried = fallen.map_or(carried as f64, |recent| recent.min(carried as f64));
             let limit = BACKOFF * carried;
             match produced {
                 // What a window that is shrinking gets through in its first round trips
                 // understates the link (seen at a third of it): without a queue to
                 // confirm it, a step of 30 % at a time, or down to a delivery rate
                 // measured lately.
-                Some(produced) if !queued => {
+                Some(produced) if !queued && fallen.is_none() => {
                     let measured = match path.delivery_bps {
                         Some(d) if fresh => HEADROOM * d as f64,
                         _ => f64::INFINITY,
@@ -453,7 +507,10 @@ impl RateController {
                 // The standing queue's bytes (a packet's own serialisation aside), at the
                 // rate the path serves them, off what it allows until they are gone.
                 _ if self.drain => {
-                    let standing_us = path.queue_delay_us.saturating_sub(packet_us);
+                    // At a fall the newest acknowledgements show more of the queue than
+                    // the standing figure, which still reaches back before it.
+                    let newest_us = if fallen.is_some() { recent_queue_us } else { 0 };
+                    let standing_us = queue_now.max(newest_us).saturating_sub(packet_us);
                     let backlog = carried * standing_us as f64 / 1e6;
                     drains = backlog > 0.0;
                     (limit - backlog * 1e6 / DRAIN_US as f64).max(DRAIN_FLOOR * carried)
@@ -472,7 +529,7 @@ impl RateController {
         Some(View {
             limit,
             overloaded,
-            backed_up: backed_up && !queued,
+            backed_up: backed_up && !queued && fallen.is_none(),
             queueing,
             clear,
             fresh,

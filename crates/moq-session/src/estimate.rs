@@ -59,6 +59,12 @@
 //! last [`ACKED_WINDOW`] (0.5 s, from the first to the last acknowledgement in it) raises
 //! it when higher: the path carried at least that much.
 //!
+//! **Recent.** Beside it, `recent_delivery_rate` is the rate of the busy intervals of the
+//! last [`RECENT_PATH_WINDOW`] (250 ms) alone, once they add up to 100 ms of busy time:
+//! a link that fell under the stream is busy all the time, and its new rate shows there
+//! about a round trip after the fall, while round-trip samples come back only after the
+//! growing queue they measure and the one-second rate still mixes in the old link.
+//!
 //! # Round trip, queue, loss
 //!
 //! `queue_delay` is the smoothed round trip minus the minimum (what the transport's RTT
@@ -87,6 +93,15 @@ pub const STANDING_WINDOW: Duration = Duration::from_millis(200);
 /// The queue's trough is the smallest queueing delay seen over this: longer than a
 /// keyframe's transfer on a link the stream fits.
 pub const TROUGH_WINDOW: Duration = Duration::from_secs(1);
+/// The recent delivery rate is that of the busy intervals of this long: a link that fell
+/// under the stream is busy all the time, and shows its new rate here a few round trips
+/// after the fall, long before the [`PATH_WINDOW`]'s rate has followed.
+pub const RECENT_PATH_WINDOW: Duration = Duration::from_millis(250);
+/// Busy time the recent delivery rate needs: a saturated link, not a keyframe's burst.
+const MIN_RECENT_BUSY: Duration = Duration::from_millis(100);
+/// The recent queue is the smallest queueing delay seen over this: the queue as the
+/// newest acknowledgements show it.
+pub const RECENT_QUEUE_WINDOW: Duration = Duration::from_millis(100);
 /// Busy intervals needed in the window for a rate.
 const MIN_PATH_EVENTS: u32 = 3;
 /// Busy time needed in the window for a rate.
@@ -154,6 +169,12 @@ pub struct PathEstimate {
     /// Smallest queueing delay of a packet acknowledged in the last [`TROUGH_WINDOW`];
     /// `None` without acknowledgements in it.
     pub queue_trough: Option<Duration>,
+    /// What the path delivered over the busy intervals of the last [`RECENT_PATH_WINDOW`],
+    /// in bit/s, when they add up to a saturated link; `None` otherwise.
+    pub recent_delivery_rate: Option<u64>,
+    /// Smallest queueing delay of a packet acknowledged in the last
+    /// [`RECENT_QUEUE_WINDOW`]; `None` without acknowledgements in it.
+    pub recent_queue_delay: Option<Duration>,
     /// Lost bytes over lost and acknowledged bytes in the last [`LOSS_WINDOW`].
     pub loss_rate: f64,
     /// Bytes in flight at the latest send.
@@ -402,6 +423,17 @@ impl PathEstimator {
                 .map(|s| s.saturating_sub(min_rtt.unwrap_or(s)))
         };
         let standing_queue_delay = smallest_queue(STANDING_WINDOW);
+        let recent_queue_delay = smallest_queue(RECENT_QUEUE_WINDOW);
+        let recent_busy =
+            self.window(now, RECENT_PATH_WINDOW)
+                .fold(Span::default(), |mut sum, b| {
+                    sum.merge(&b.busy);
+                    sum
+                });
+        let recent_delivery_rate = (recent_busy.nanos >= nanos(MIN_RECENT_BUSY))
+            .then(|| recent_busy.rate())
+            .flatten()
+            .map(bits);
         let queue_trough = smallest_queue(TROUGH_WINDOW);
         let (lost, acked) = self
             .window(now, LOSS_WINDOW)
@@ -423,6 +455,8 @@ impl PathEstimator {
             queue_delay,
             standing_queue_delay,
             queue_trough,
+            recent_delivery_rate,
+            recent_queue_delay,
             loss_rate: if total == 0 {
                 0.0
             } else {

@@ -18,6 +18,7 @@ use crate::control::Outbound;
 use crate::error::{RequestError, SessionError};
 use crate::received::{RECEIVE_BUDGET, TrackEvent};
 use crate::request_ids::PeerRequestIds;
+use crate::send_queue::SendQueue;
 use crate::track::{Broadcast, TrackShared, lock};
 use crate::version::Version;
 
@@ -159,6 +160,8 @@ pub(crate) struct Inner {
     pub receive_budget: Arc<Semaphore>,
     /// The connection's path estimator, fed by its congestion controller.
     pub estimator: Option<SharedEstimator>,
+    /// How long our objects wait before QUIC takes them, as the publishing side last saw.
+    pub send_queue: Mutex<SendQueue>,
     /// What the peer's SETUP named as its implementation.
     pub peer_implementation: Option<String>,
 }
@@ -188,6 +191,7 @@ impl Inner {
     ) -> Inner {
         Inner {
             estimator: estimator_of(&conn),
+            send_queue: Mutex::new(SendQueue::default()),
             conn,
             role,
             version,

@@ -30,6 +30,7 @@ mod received;
 mod relay;
 mod request_ids;
 pub mod scheduler;
+pub mod send_queue;
 mod session;
 mod subscribe;
 pub mod tls;

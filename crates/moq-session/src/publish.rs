@@ -487,6 +487,7 @@ async fn run(
                 let stats = conn.stats();
                 let delivered = stats.udp_tx.bytes.saturating_sub(stats.path.lost_bytes);
                 sched.path_sample(delivered, stats.path.min_rtt, now);
+                *lock(&inner.send_queue) = sched.send_queue(now);
             }
             Event::Timeout | Event::Doorbell => {}
             Event::Opened(key, priority, Ok(stream)) => {

@@ -47,6 +47,7 @@ use moq_wire::message::{
 };
 
 use crate::rate::RateEstimator;
+use crate::send_queue::{SendQueue, SendWaits};
 use crate::track::{Handoff, Payload, Priority, TrackCounters, TrackDelivery};
 
 /// Bounds of the connection send window (bytes handed to QUIC and not yet acknowledged).
@@ -159,6 +160,8 @@ struct Current {
     id: u64,
     /// When the producer wrote the object (never, for an empty group's header).
     written: Option<Instant>,
+    /// When it was queued for the subscription (never, for an empty group's header).
+    queued: Option<Instant>,
     header: Bytes,
     payload: Payload,
     /// Bytes of header and payload QUIC has taken.
@@ -266,6 +269,7 @@ impl OutGroup {
             return (!self.header_sent).then(|| Current {
                 id: 0,
                 written: None,
+                queued: None,
                 header: Bytes::from(header),
                 payload: Payload::from_parts(Vec::new()),
                 offset: 0,
@@ -287,6 +291,7 @@ impl OutGroup {
         Some(Current {
             id: next.id,
             written: Some(next.written),
+            queued: Some(next.queued),
             header: Bytes::from(header),
             payload: next.payload.clone(),
             offset: 0,
@@ -310,9 +315,22 @@ struct Sub {
     done: Option<u64>,
     /// UNSUBSCRIBE arrived: nothing more is accepted.
     cancelled: bool,
+    /// How long its objects waited before QUIC took them.
+    waits: SendWaits,
 }
 
 impl Sub {
+    /// When the object that has waited longest (in progress or not) was queued.
+    fn oldest_waiting(&self) -> Option<Instant> {
+        self.groups
+            .values()
+            .filter_map(|g| {
+                let current = g.current.as_ref().and_then(|c| c.queued);
+                current.or_else(|| g.oldest_untouched_queued())
+            })
+            .min()
+    }
+
     /// When the unsent data of `g` has waited too long, and why it is dropped then.
     fn deadline(&self, g: &OutGroup, limits: &PublishLimits) -> Option<(Instant, Abandon)> {
         let budget = if g.opened {
@@ -394,6 +412,7 @@ impl Scheduler {
                 dropped_through: None,
                 done: None,
                 cancelled: false,
+                waits: SendWaits::default(),
             },
         );
         self.update(now);
@@ -535,6 +554,9 @@ impl Scheduler {
         if let Some(current) = &mut g.current {
             current.offset += bytes;
             if current.offset >= current.total() {
+                if let Some(queued) = current.queued {
+                    sub.waits.record(now, now.saturating_duration_since(queued));
+                }
                 if let Some(written) = current.written {
                     let handoff = Handoff {
                         group: key.group,
@@ -633,6 +655,16 @@ impl Scheduler {
     /// Whether a subscription with this ID is served and not cancelled.
     pub fn serves(&self, request_id: u64) -> bool {
         self.subs.get(&request_id).is_some_and(|s| !s.cancelled)
+    }
+
+    /// The publisher's own queue at `now`: that of the subscription whose data waits
+    /// longest before QUIC takes it.
+    pub fn send_queue(&self, now: Instant) -> SendQueue {
+        self.subs
+            .values()
+            .filter(|s| !s.cancelled)
+            .map(|s| s.waits.queue(now, s.oldest_waiting()))
+            .fold(SendQueue::default(), SendQueue::max)
     }
 
     /// Payload bytes held for the subscriptions (queued or in progress), for tests and

@@ -19,6 +19,7 @@ use crate::inner::{Inner, REPLY_TIMEOUT, REQUEST_WINDOW, Role, Session, SessionB
 use crate::publish::{self, Publisher};
 use crate::request_ids::{Grants, PeerRequestIds};
 use crate::scheduler::PublishLimits;
+use crate::send_queue::SendQueue;
 use crate::subscribe;
 use crate::track::{Broadcast, lock};
 use crate::version::{self, Version, Versions};
@@ -255,6 +256,13 @@ impl Session {
     pub fn path_estimate(&self) -> Option<PathEstimate> {
         let estimator = self.inner.estimator.as_ref()?;
         Some(lock(estimator).estimate(std::time::Instant::now()))
+    }
+
+    /// How long the objects we publish wait before QUIC takes them: the part of the
+    /// queue toward the peer that is still ours (see [`crate::send_queue`]). Zero on a
+    /// session that publishes nothing.
+    pub fn send_queue(&self) -> SendQueue {
+        *lock(&self.inner.send_queue)
     }
 
     /// quinn's view of the path: RTT, congestion window, packets lost.

@@ -234,26 +234,27 @@ impl SimPath {
     pub fn report(&mut self, now_us: u64) -> PathReport {
         let since = |window: u64| now_us.saturating_sub(window);
         let within = |window: u64| self.departed.iter().filter(move |d| d.0 > since(window));
-        if self.measures {
-            for window in [1_000_000, 3_000_000] {
-                let mut bytes = 0;
-                let mut events = 0;
-                let mut last: Option<(u64, bool)> = None;
-                let mut busy_us = 0;
-                for d in within(window) {
-                    // Busy from the previous departure on: this packet was waiting then.
-                    if let Some((prev, true)) = last {
-                        bytes += d.1;
-                        busy_us += d.0 - prev;
-                        events += 1;
-                    }
-                    last = Some((d.0, d.3));
+        // The delivery rate of the busy intervals of `window`, given `min_busy_us` of them.
+        let busy_rate = |window: u64, min_busy_us: u64| {
+            let mut bytes = 0;
+            let mut events = 0;
+            let mut last: Option<(u64, bool)> = None;
+            let mut busy_us = 0;
+            for d in within(window) {
+                // Busy from the previous departure on: this packet was waiting then.
+                if let Some((prev, true)) = last {
+                    bytes += d.1;
+                    busy_us += d.0 - prev;
+                    events += 1;
                 }
-                if events >= 3 && busy_us >= 20_000 {
-                    self.delivery = Some((bytes as f64 * 8e6 / busy_us as f64, now_us));
-                    break;
-                }
+                last = Some((d.0, d.3));
             }
+            (events >= 3 && busy_us >= min_busy_us).then(|| bytes as f64 * 8e6 / busy_us as f64)
+        };
+        let recent_delivery_bps = busy_rate(250_000, 100_000).map(|r| r as u64);
+        let measured = busy_rate(1_000_000, 20_000).or_else(|| busy_rate(3_000_000, 20_000));
+        if let Some(rate) = measured.filter(|_| self.measures) {
+            self.delivery = Some((rate, now_us));
         }
         let acked: Vec<_> = within(500_000).collect();
         let acked_bps = match (acked.first(), acked.last()) {
@@ -280,6 +281,10 @@ impl SimPath {
             acked_bps,
             // Frames go straight onto the link: no transport window holds them back.
             held_back: false,
+            send_queue_us: 0,
+            send_queue_trough_us: 0,
+            recent_delivery_bps: recent_delivery_bps.filter(|_| self.measures),
+            recent_queue_us: trough(100_000),
         }
     }
 }

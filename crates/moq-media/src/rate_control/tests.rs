@@ -21,6 +21,10 @@ fn path(delivery_kbit: u64, queue_ms: u64) -> PathReport {
         loss_rate: 0.0,
         acked_bps: Some(delivery_kbit * 1000),
         held_back: false,
+        send_queue_us: 0,
+        send_queue_trough_us: 0,
+        recent_delivery_bps: None,
+        recent_queue_us: None,
     }
 }
 
@@ -365,6 +369,68 @@ fn a_transport_holding_data_back_that_gets_less_through_is_cut_at_once() {
             assert_eq!(first, None);
         }
     }
+}
+
+#[test]
+fn a_link_that_falls_under_the_stream_is_cut_on_its_recent_rate() {
+    // 1.1 Mbit/s to 300 kbit/s at 20 s: the newest acknowledgements show a 90 ms queue and
+    // the link busy at 300 kbit/s, while the standing queue (the smallest delay over
+    // 200 ms) still reaches back before the fall.
+    let fall = |recent: bool| {
+        let mut c = RateController::new(config());
+        let trace = drive(&mut c, &mut SimEncoder::zerolatency(), 21, |now| {
+            let mut report = path(1100, 5);
+            if now > 20 * S && recent {
+                report.recent_delivery_bps = Some(300_000);
+                report.recent_queue_us = Some(90_000);
+            }
+            report
+        });
+        (trace, c.goal_bps())
+    };
+    let ((seen, goal), (unseen, _)) = (fall(true), fall(false));
+    let before = seen.iter().rfind(|(now, _)| *now <= 20 * S).unwrap().1;
+    let first = seen.iter().find(|(now, _)| *now > 20 * S).unwrap().1;
+    assert!(before > 600_000, "{before}");
+    assert!((first as f64) < 0.6 * before as f64, "{before} -> {first}");
+    // 80 % of the recent rate, less the newest queue's bytes over a second (a packet's
+    // own transfer time at the rate the path was measured at aside).
+    assert_eq!(goal, drained(300e3, 90_000, 1100e3) as u64);
+    assert_eq!(unseen.last().unwrap().1, before, "{unseen:?}");
+}
+
+#[test]
+fn a_queue_at_the_sender_cuts_and_drains_where_the_same_path_without_it_does_not() {
+    // A gentle decline under a delay-based window: the network's queue stays short (20 ms)
+    // while the stream's excess waits at the sender (200 ms standing, 150 ms at least over
+    // the second), and the path's rate, measured before, still allows the stream.
+    let quiet = path(700, 20);
+    let waiting = PathReport {
+        send_queue_us: 200_000,
+        send_queue_trough_us: 150_000,
+        ..quiet
+    };
+    let mut unaware = RateController::new(config());
+    assert_ne!(unaware.update(S, &[quiet]).map(|c| c.1), Some(Change::Cut));
+    let mut c = RateController::new(config());
+    let (target, why) = c.update(S, &[waiting]).unwrap();
+    assert_eq!(why, Change::Cut);
+    // The sender's queue is drained with the network's.
+    assert_eq!(c.goal_bps(), drained(700e3, 220_000, 700e3) as u64);
+    assert!(target < 500_000, "{target}");
+}
+
+#[test]
+fn a_send_queue_toward_a_reader_that_gets_nothing_through_does_not_cut() {
+    // A viewer that stopped reading: data waits at the sender for seconds, for no reason
+    // of rate.
+    let mut stalled = path(1100, 5);
+    stalled.acked_bps = Some(20_000);
+    stalled.send_queue_us = 3_000_000;
+    stalled.send_queue_trough_us = 2_500_000;
+    let mut c = RateController::new(config());
+    let trace = run(&mut c, 1.0, 5.0, |_| vec![stalled]);
+    assert!(trace.iter().all(|&(_, t)| t >= 600_000), "{trace:?}");
 }
 
 #[test]
@@ -789,4 +855,37 @@ fn an_encoder_that_overshoots_low_targets_is_kept_below_a_link_that_dropped() {
     eprintln!("output {output:.0}, queue at the end {queue:.0} ms");
     assert!(output < 0.9 * 300e3, "{output}");
     assert!(queue < 2000.0, "{queue}");
+}
+
+#[test]
+fn watching_for_falls_makes_fewer_frames_late_on_mobile_like_links() {
+    // Twelve mobile-like links of two minutes, every encoder, with and without the cut on
+    // a link's recent rate: frames later than 400 ms, and the output against the link.
+    let run_all = |detect_falls: bool| {
+        let (mut late, mut output, mut link, mut runs) = (0.0, 0.0, 0.0, 0.0);
+        for seed in 1..=4 {
+            for (_, encoder) in encoders() {
+                let trace = mobile_trace(seed, 120);
+                let mut s = sim(encoder, move |t| trace[((t / S) as usize).min(119)]);
+                s.controller.detect_falls = detect_falls;
+                s.run(120.0);
+                late += s.late_share(10.0, 118.0, 400);
+                output += s.mean_output(10.0, 120.0);
+                link += s.mean_link(10.0, 120.0);
+                runs += 1.0;
+            }
+        }
+        (late / runs, output / link)
+    };
+    let (with, without) = (run_all(true), run_all(false));
+    eprintln!(
+        "late (>400 ms) {:.2} % with the fall cut, {:.2} % without; output {:.1} % against {:.1} % of the links",
+        100.0 * with.0,
+        100.0 * without.0,
+        100.0 * with.1,
+        100.0 * without.1
+    );
+    assert!(with.0 < without.0, "{with:?} {without:?}");
+    // Not bought with much of the bitrate.
+    assert!(with.1 >= 0.9 * without.1, "{with:?} {without:?}");
 }

@@ -6,6 +6,7 @@ use super::sim::{self, Fixed, Outcome, Scenario, constant, step};
 use super::*;
 
 const S: Duration = Duration::from_secs(1);
+const MS: Duration = Duration::from_millis(1);
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
@@ -111,6 +112,36 @@ fn step_down_is_followed_within_two_seconds() {
         assert!(after.is_some_and(|d| d <= 2 * S), "{after:?}");
         assert!(within(lo2, 400.0, 0.15) && within(hi2, 400.0, 0.15));
     }
+}
+
+#[test]
+fn the_recent_rate_shows_a_fall_before_the_one_second_rate() {
+    // 1200 -> 300 kbit/s at 10 s under a 600 kbit/s stream in a window large enough to
+    // fill the link's queue: the link is busy from the fall on.
+    let sc = Scenario::new(step(1_200_000, 10 * S, 300_000), constant(600_000), 14 * S);
+    let out = sim::run(&sc, &mut Fixed(60_000));
+    // Time after the fall until a figure came within 20 % of the new link.
+    let near = |figure: fn(&PathEstimate) -> Option<u64>| {
+        out.between(10 * S, 14 * S)
+            .find(|s| figure(&s.estimate).is_some_and(|r| within(r as f64, 300e3, 0.2)))
+            .map(|s| s.t - 10 * S)
+    };
+    let recent = near(|e| e.recent_delivery_rate);
+    let path = near(|e| e.delivery_rate);
+    println!("within 20 % of the new link after: recent rate {recent:?}, 1 s rate {path:?}");
+    assert!(recent.is_some_and(|d| d <= 600 * MS), "{recent:?}");
+    assert!(
+        path.is_none_or(|p| recent.is_some_and(|r| r < p)),
+        "{recent:?} {path:?}"
+    );
+    // Before the fall the stream is below the link: its bursts are too short for a
+    // recent rate, which therefore speaks only of a saturated link.
+    let before = out.between(3 * S, 10 * S).filter(|s| {
+        s.estimate
+            .recent_delivery_rate
+            .is_some_and(|r| (r as f64) < 0.8 * 1200e3)
+    });
+    assert_eq!(before.count(), 0);
 }
 
 #[test]

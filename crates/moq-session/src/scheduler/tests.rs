@@ -943,3 +943,34 @@ fn the_budget_counts_from_when_a_subscriber_got_the_data() {
     net.run_for(5 * MS);
     assert_eq!((count(&c.objects_sent), count(&c.groups_expired)), (0, 1));
 }
+
+/// The send queue over the last second of a stream played through `bytes_per_ms` in
+/// baseline (nothing skipped), sampled every 50 ms.
+fn send_queues(bytes_per_ms: usize) -> Vec<SendQueue> {
+    let mut net = Net::new(PublishLimits::default(), bytes_per_ms);
+    serve_mode(&mut net, DeliveryMode::Baseline, None);
+    let mut p = Producer::new(DeliveryMode::Baseline);
+    let mut samples = Vec::new();
+    for n in 0..4 * GOP {
+        p.next(&mut net);
+        if n >= 3 * GOP {
+            samples.push(net.sched.send_queue(net.now));
+        }
+    }
+    samples
+}
+
+#[test]
+fn the_send_queue_stays_short_with_room_and_grows_on_a_link_below_the_stream() {
+    let roomy = send_queues(2 * STREAM_BYTES_PER_MS);
+    assert!(
+        roomy.iter().all(|q| q.trough < 50 * MS),
+        "with room: {roomy:?}"
+    );
+    let tight = send_queues(STREAM_BYTES_PER_MS * 2 / 3);
+    let last = tight.last().unwrap();
+    assert!(last.trough > 300 * MS, "at two thirds: {tight:?}");
+    assert!(last.standing >= last.trough);
+    // It only grows while the link stays below the stream.
+    assert!(tight.first().unwrap().trough < last.trough, "{tight:?}");
+}

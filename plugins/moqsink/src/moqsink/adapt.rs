@@ -6,9 +6,11 @@
 
 use moq_media::rate_control::{PathReport, RateConfig, RateController, RatePolicy};
 use moq_session::estimate::PathEstimate;
+use moq_session::send_queue::SendQueue;
 
-/// The path report the rate controller reads, from a session's estimate.
-pub fn path_report(estimate: &PathEstimate) -> PathReport {
+/// The path report the rate controller reads, from a session's estimate and the time our
+/// data waits before QUIC takes it.
+pub fn path_report(estimate: &PathEstimate, send_queue: SendQueue) -> PathReport {
     let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     PathReport {
         delivery_bps: estimate.delivery_rate,
@@ -24,6 +26,10 @@ pub fn path_report(estimate: &PathEstimate) -> PathReport {
         loss_rate: estimate.loss_rate,
         acked_bps: estimate.acked_rate,
         held_back: !estimate.app_limited,
+        send_queue_us: us(send_queue.standing),
+        send_queue_trough_us: us(send_queue.trough),
+        recent_delivery_bps: estimate.recent_delivery_rate,
+        recent_queue_us: estimate.recent_queue_delay.map(us),
     }
 }
 
@@ -103,7 +109,7 @@ mod tests {
             path_busy_age: Some(Duration::from_millis(900)),
             ..PathEstimate::default()
         };
-        let r = path_report(&estimate);
+        let r = path_report(&estimate, SendQueue::default());
         assert_eq!(r.queue_delay_us, 8_000);
         assert_eq!(r.queue_trough_us, Some(5_000));
         // The age of the busy time measured on, not of the computation.
@@ -112,18 +118,28 @@ mod tests {
             standing_queue_delay: None,
             ..estimate
         };
-        assert_eq!(path_report(&without).queue_delay_us, 120_000);
+        assert_eq!(
+            path_report(&without, SendQueue::default()).queue_delay_us,
+            120_000
+        );
+        // The sender's own queue goes with it, each figure on its own.
+        let waiting = SendQueue {
+            standing: Duration::from_millis(70),
+            trough: Duration::from_millis(40),
+        };
+        let r = path_report(&estimate, waiting);
+        assert_eq!((r.send_queue_us, r.send_queue_trough_us), (70_000, 40_000));
     }
 
     #[test]
     fn a_transport_with_data_waiting_holds_the_stream_back() {
         let waiting = PathEstimate::default();
-        assert!(path_report(&waiting).held_back);
+        assert!(path_report(&waiting, SendQueue::default()).held_back);
         let app_limited = PathEstimate {
             app_limited: true,
             ..waiting
         };
-        assert!(!path_report(&app_limited).held_back);
+        assert!(!path_report(&app_limited, SendQueue::default()).held_back);
     }
 
     #[test]

@@ -506,8 +506,7 @@ impl MoqSink {
         };
         let reports: Vec<_> = sessions
             .iter()
-            .filter_map(|s| s.path_estimate())
-            .map(|e| adapt::path_report(&e))
+            .filter_map(|s| Some(adapt::path_report(&s.path_estimate()?, s.send_queue())))
             .collect();
         gst::trace!(CAT, imp = self, "paths {reports:?}");
         let estimated = adapt::combined_rate(&reports, policy.into()).unwrap_or(0);
@@ -698,6 +697,7 @@ impl MoqSink {
                     .field("rtt-ms", ms(path.rtt))
                     .field("min-rtt-ms", estimate.min_rtt.map_or(-1.0, ms))
                     .field("queue-delay-ms", ms(estimate.queue_delay))
+                    .field("send-queue-ms", ms(session.send_queue().standing))
                     .field("cwnd", path.cwnd)
                     .field("lost-packets", path.lost_packets)
                     .field("estimated-bitrate", estimate.delivery_rate.unwrap_or(0))

@@ -33,8 +33,11 @@
 //!   about a second instead of draining at a fifth of the path's rate with every frame
 //!   sent meanwhile behind it; a path whose
 //!   delivery rate was measured on busy time at most 2.5 s old allows 90 % of it (QUIC,
-//!   the frame headers and a keyframe must fit), 8 % more up to 4.5 s; others set no
-//!   limit. The paths' limits are combined by the policy
+//!   the frame headers and a keyframe must fit), 8 % more up to 4.5 s, but a rate measured
+//!   with no queue anywhere at most 5 % above the stream's own output cuts nothing (a
+//!   window grown only as far as a small stream needed makes the stream's keyframes
+//!   measure the window, and each cut to it would lower the next measurement); others set
+//!   no limit. The paths' limits are combined by the policy
 //!   (the slowest subscriber, or the median one).
 //! - **Cut** at once to a limit below the goal, then **hold**: no further cut until the
 //!   encoder's lag and half a second have passed, and the second of the drain after a
@@ -111,6 +114,11 @@ const QUEUE_SEVERE_US: u64 = 150_000;
 const FALL_QUEUE_US: u64 = 60_000;
 /// A trough below this (plus a packet's serialisation) leaves room to probe.
 const QUEUE_CLEAR_US: u64 = 30_000;
+/// A delivery rate measured at most this far above the encoder's output, on a path with
+/// no queue, is the stream's own rate, not the path's, and cuts nothing: a stream held at
+/// [`HEADROOM`] of a link measures the link at least 11 % above itself (its keyframes fill
+/// it).
+const OWN_RATE: f64 = 1.05;
 /// Loss above which a path is overloaded.
 const LOSS_HIGH: f64 = 0.05;
 /// What an overloaded path allows, as a share of what it carries.
@@ -279,6 +287,9 @@ struct View {
     clear: bool,
     /// The delivery rate was measured lately: the limit is a measurement.
     fresh: bool,
+    /// With no queue, the delivery rate measured no more than the stream's own (see
+    /// [`OWN_RATE`]): not a reason to cut.
+    own_rate: bool,
     /// The transport holds data back.
     held_back: bool,
     /// The limit drains a standing queue (see [`DRAIN_US`]).
@@ -478,6 +489,17 @@ impl RateController {
         let clear =
             queue <= QUEUE_CLEAR_US.saturating_add(packet_us) && path.loss_rate <= LOSS_HIGH / 2.0;
         let age = path.sample_age_us.filter(|_| path.delivery_bps.is_some());
+        // A path with no queue anywhere that measured no more than the stream gives it has
+        // not shown a rate below the stream's: a window grown only as far as a small
+        // stream needed makes busy intervals of the stream's own keyframes, which measure
+        // the window. A cut to such a figure lowers the next measurement with it.
+        let own_rate = !path.held_back
+            && clear
+            && queue_now <= QUEUE_CLEAR_US.saturating_add(packet_us)
+            && path
+                .delivery_bps
+                .zip(produced)
+                .is_some_and(|(d, produced)| d as f64 <= OWN_RATE * produced);
         let fresh = age.is_some_and(|age| age <= STALE_US);
         let mut drains = false;
         let limit = if overloaded {
@@ -533,6 +555,7 @@ impl RateController {
             queueing,
             clear,
             fresh,
+            own_rate,
             held_back: path.held_back,
             drains,
         })
@@ -678,6 +701,9 @@ impl RateController {
                 // cut's level: a rate measured on busy time is the path's, not an echo of
                 // the cut's delay, and one still falling (a smoothed estimate following a
                 // link that dropped) is followed down without waiting for the encoder.
+                if path.own_rate {
+                    return None;
+                }
                 if holding {
                     if path.limit >= self.cut_level * (1.0 - REMEASURED_FALL) {
                         return None;

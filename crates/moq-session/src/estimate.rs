@@ -430,9 +430,9 @@ impl PathEstimator {
                     sum.merge(&b.busy);
                     sum
                 });
-        let recent_delivery_rate = (recent_busy.nanos >= nanos(MIN_RECENT_BUSY))
-            .then(|| recent_busy.rate())
-            .flatten()
+        let recent_delivery_rate = recent_busy
+            .rate()
+            .filter(|_| recent_busy.nanos >= nanos(MIN_RECENT_BUSY))
             .map(bits);
         let queue_trough = smallest_queue(TROUGH_WINDOW);
         let (lost, acked) = self

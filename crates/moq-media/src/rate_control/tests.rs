@@ -280,6 +280,42 @@ fn a_path_whose_transport_holds_data_back_is_not_probed() {
     assert!(kept.iter().all(|&(_, t)| t == 600_000), "{kept:?}");
 }
 
+/// The target after `seconds` of a zerolatency encoder starting at 300 kbit/s on a path
+/// with a queue of `queue_ms` whose delivery rate is measured at `over` times the
+/// encoder's output.
+fn measured_over_the_stream(over: f64, queue_ms: u64, seconds: u64) -> u64 {
+    let mut c = RateController::new(RateConfig {
+        start_bps: 300_000,
+        ..config()
+    });
+    let mut encoder = SimEncoder::zerolatency();
+    for ms in 1..=seconds * 1000 {
+        let now = ms * 1000;
+        if now % FRAME_US < 1000 {
+            let (bytes, key) = encoder.frame(c.target_bps() as f64);
+            c.on_frame(now, bytes, key);
+        }
+        if now.is_multiple_of(100_000) {
+            let output = c.encoder().output_bps(now).unwrap_or(300e3);
+            c.update(now, &[path((over * output / 1000.0) as u64, queue_ms)]);
+        }
+    }
+    c.target_bps()
+}
+
+#[test]
+fn a_measurement_of_the_stream_itself_does_not_wear_it_down() {
+    // A stream under a window it never filled: with no queue anywhere, the busy intervals
+    // of its keyframes measure its own rate (here 2 % above it). Cut to the headroom's
+    // share of that, it would measure less the next time, and so on down to the floor. A
+    // rate as far below the stream with a queue standing (90 ms, short of overload) is the
+    // path's, and is followed.
+    let own = measured_over_the_stream(1.02, 0, 30);
+    let queued = measured_over_the_stream(1.02, 90, 30);
+    assert!(own >= 250_000, "{own}");
+    assert!(queued < 200_000, "{queued}");
+}
+
 #[test]
 fn a_link_that_drops_far_below_the_stream_is_cut_before_the_second_long_trough_shows_it() {
     // 1.2 Mbit/s to 300 kbit/s with a deep queue and nothing to hold the stream back: the

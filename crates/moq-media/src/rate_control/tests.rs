@@ -288,18 +288,10 @@ fn measured_over_the_stream(over: f64, queue_ms: u64, seconds: u64) -> u64 {
         start_bps: 300_000,
         ..config()
     });
-    let mut encoder = SimEncoder::zerolatency();
-    for ms in 1..=seconds * 1000 {
-        let now = ms * 1000;
-        if now % FRAME_US < 1000 {
-            let (bytes, key) = encoder.frame(c.target_bps() as f64);
-            c.on_frame(now, bytes, key);
-        }
-        if now.is_multiple_of(100_000) {
-            let output = c.encoder().output_bps(now).unwrap_or(300e3);
-            c.update(now, &[path((over * output / 1000.0) as u64, queue_ms)]);
-        }
-    }
+    drive_with(&mut c, &mut SimEncoder::zerolatency(), seconds, |now, c| {
+        let output = c.encoder().output_bps(now).unwrap_or(300e3);
+        path((over * output / 1000.0) as u64, queue_ms)
+    });
     c.target_bps()
 }
 
@@ -347,6 +339,16 @@ fn drive(
     seconds: u64,
     report: impl Fn(u64) -> PathReport,
 ) -> Vec<(u64, u64)> {
+    drive_with(c, encoder, seconds, |now, _| report(now))
+}
+
+/// [`drive`], with a report that may read the controller (what it learned of the encoder).
+fn drive_with(
+    c: &mut RateController,
+    encoder: &mut SimEncoder,
+    seconds: u64,
+    report: impl Fn(u64, &RateController) -> PathReport,
+) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for ms in 1..=seconds * 1000 {
         let now = ms * 1000;
@@ -355,7 +357,8 @@ fn drive(
             c.on_frame(now, bytes, key);
         }
         if now.is_multiple_of(100_000) {
-            c.update(now, &[report(now)]);
+            let path = report(now, c);
+            c.update(now, &[path]);
             out.push((now, c.target_bps()));
         }
     }

@@ -696,14 +696,15 @@ impl RateController {
         if path.fresh && path.limit.is_finite() {
             let holding = self.holding(now_us);
             if path.limit < self.goal * (1.0 - MIN_CHANGE) {
+                // The stream's own rate, not the path's (see [`OWN_RATE`]).
+                if path.own_rate {
+                    return None;
+                }
                 // Measured lately to carry less than the stream, though no queue stands
                 // yet. Within the hold after a cut, only a measurement well below the
                 // cut's level: a rate measured on busy time is the path's, not an echo of
                 // the cut's delay, and one still falling (a smoothed estimate following a
                 // link that dropped) is followed down without waiting for the encoder.
-                if path.own_rate {
-                    return None;
-                }
                 if holding {
                     if path.limit >= self.cut_level * (1.0 - REMEASURED_FALL) {
                         return None;

@@ -1613,7 +1613,7 @@ def main():
         md.append(
             "`moq-adaptive` (QUIC congestion control CUBIC) and `moq-adaptive-delay` (our delay-aware controller): "
             "the encoder is in the loop. The sender decodes the reference stream and encodes it again live with "
-            "x264 (`tune=zerolatency`: no B frames, no lookahead; GoP 15), whose bitrate moqsink sets "
+            "x264 (`tune=zerolatency`: no B frames, no lookahead; GoP 15; `vbv-buf-capacity=120`), whose bitrate moqsink sets "
             "(`rate-control=encoder`, start 600, floor 150, ceiling 1200 kbit/s; `delivery=skip-gops`). A frame "
             "is available when its decoded picture reaches the encoder, so the encoder's latency counts and the "
             "harness's decoding does not. Sizes and delivered bitrate are those of the live encoding. The "
@@ -1625,7 +1625,7 @@ def main():
         md.append(
             "`moq-abr`: renditions with receiver-driven ABR. The sender decodes the reference stream and encodes it "
             "again live into three x264 encoders (250, 600 and 1200 kbit/s, the reference's 320x240, "
-            "`tune=zerolatency`, GoP 15) on moqsink's `video_0..2` pads in one alternate group "
+            "`tune=zerolatency`, GoP 15, `vbv-buf-capacity=120`) on moqsink's `video_0..2` pads in one alternate group "
             "(`video_N::alt-group=1 video_N::bitrate=…`, `delivery=skip-gops`, moqsink's default controller). "
             "The viewer's moqsrc (`abr=auto`, `latency=100`, `skip-forward=true`) starts on the lowest and chooses "
             "by its path. Availability is taken before the encoders as for `moq-adaptive`; a frame's size is that "
@@ -1725,7 +1725,7 @@ WEBRTC_METHOD = (
     "Google Congestion Control, `rtpgccbwe`, sets the encoder's bitrate; start 600, floor 150, ceiling "
     "1200 kbit/s as `moq-adaptive`; FEC and retransmission as webrtcsink's defaults; its mitigation modes, which "
     "halve the frame rate or scale the picture down on slow links, off). webrtcsink encodes with x264enc set as "
-    "`moq-adaptive`'s encoder (`tune=zerolatency`, GoP 15, `speed-preset=veryfast`) in the constrained-baseline "
+    "`moq-adaptive`'s encoder (`tune=zerolatency`, GoP 15, `speed-preset=veryfast`, `vbv-buf-capacity=120`) in the constrained-baseline "
     "profile WebRTC negotiates for H.264; SPS and PPS go once per keyframe from webrtcsink's parser, not from the "
     "payloader (GStreamer 1.22's `rtph264pay` repeats them before every slice of an IDR picture, and x264's "
     "zero-latency pictures have several, which splits keyframes at the depayloader; a browser would not "

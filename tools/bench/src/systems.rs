@@ -121,9 +121,11 @@ pub fn abr_rendition_kbit(track: &str) -> Option<u32> {
 }
 
 /// The x264enc settings of every live encoder, tuned for latency as a live encoder is: no
-/// B frames, no lookahead, GoP 15 as the reference's. The bitrate is set beside them.
-pub const LIVE_X264: &str =
-    "tune=zerolatency key-int-max=15 speed-preset=veryfast option-string=scenecut=0";
+/// B frames, no lookahead, GoP 15 as the reference's, and a rate-control buffer of 120 ms
+/// (webrtcsink's for x264enc) instead of x264enc's 600 ms, in which x264 takes about as
+/// long to follow a lower bitrate. The bitrate is set beside them.
+pub const LIVE_X264: &str = "tune=zerolatency key-int-max=15 speed-preset=veryfast \
+    vbv-buf-capacity=120 option-string=scenecut=0";
 
 /// The live audio beside the reference video in `moq-av`: 64 kbit/s Opus, 20 ms frames.
 const AV_AUDIO: &str = "audiotestsrc is-live=true wave=ticks ! audio/x-raw,rate=48000,channels=2 \

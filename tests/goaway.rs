@@ -60,6 +60,50 @@ fn a_viewer_drained_to_another_publisher_of_the_stream_plays_on_without_a_gap() 
     assert_eq!(arrived, 1, "the viewer is the second publisher's");
 }
 
+/// moqsink drains its viewer to another moqsink that publishes nothing yet, and is fed a
+/// moment after the viewer has moved: the track's subscription there waits for the
+/// stream, the old session plays until the move's wait is over and is then closed, and
+/// the viewer plays on from the new publisher on the session it moved to, without
+/// connecting afresh (to the publisher it was told to leave).
+#[test]
+fn a_viewer_drained_to_a_publisher_not_fed_yet_plays_on_once_it_is() {
+    let pipeline = launch(&format!(
+        "{TEST_VIDEO} ! {TEST_ENCODER} ! tee name=t allow-not-linked=true"
+    ));
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    let tee = pipeline.by_name("t").expect("tee");
+    let first = Branch::start(&pipeline, &tee, 0);
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", first.url()));
+    receiver.wait_frames(48, WAIT).expect("plays");
+    let second = Unfed::listen(&pipeline, 0);
+    first
+        .sink
+        .emit_by_name::<()>("drain", &[&Some(second.url())]);
+    let moved = || {
+        receiver
+            .messages
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "moq-moved")
+    };
+    assert!(wait_until(WAIT, moved), "moved");
+    let second = second.feed(&tee);
+    let before = receiver.frames().len();
+    let plays_on = receiver.wait_frames(before + 48, WAIT);
+    let left = wait_until(WAIT, || sessions(&first.sink) == 0);
+    let arrived = sessions(&second.sink);
+    let messages = receiver.messages.lock().unwrap().clone();
+    receiver.pipeline.set_state(gst::State::Null).unwrap();
+    pipeline.set_state(gst::State::Null).unwrap();
+
+    plays_on.unwrap_or_else(|e| panic!("plays on after the move: {e}; {messages:?}"));
+    let connections = messages.iter().filter(|m| *m == "moq-connected").count();
+    assert_eq!(connections, 1, "one connection: {messages:?}");
+    assert!(left, "the first publisher's session was closed");
+    assert_eq!(arrived, 1, "the viewer is the second publisher's");
+}
+
 /// Publishers taking turns in the direct rolling restart, rounds of it, and the time from
 /// one publisher's drain to the next one's: six moves in five minutes.
 const PUBLISHERS: usize = 3;
@@ -74,10 +118,17 @@ struct Branch {
     port: u16,
 }
 
-impl Branch {
-    /// A moqsink listening on `port` (0: any; a stopped one's, which it released), fed
-    /// from `tee` from now on (mid-group).
-    fn start(pipeline: &gst::Pipeline, tee: &gst::Element, port: u16) -> Branch {
+/// A moqsink in the pipeline that the tee does not feed yet: it listens, and publishes
+/// nothing.
+struct Unfed {
+    bin: gst::Bin,
+    sink: gst::Element,
+    port: u16,
+}
+
+impl Unfed {
+    /// A moqsink listening on `port` (0: any; a stopped one's, which it released).
+    fn listen(pipeline: &gst::Pipeline, port: u16) -> Unfed {
         let bin = gst::parse::bin_from_description(
             &format!("queue ! moqsink name=sink listen=127.0.0.1:{port}"),
             true,
@@ -88,21 +139,43 @@ impl Branch {
         // push with FLUSHING, which stops the encoder's streaming thread.
         bin.sync_state_with_parent()
             .unwrap_or_else(|e| panic!("a moqsink listens on port {port}: {e}"));
-        let pad = tee.request_pad_simple("src_%u").expect("a tee pad");
-        pad.link(&bin.static_pad("sink").expect("a ghost pad"))
-            .expect("links");
         let sink = bin.by_name("sink").expect("moqsink");
         let port = listening_port(&sink);
-        Branch {
-            bin,
-            pad,
-            sink,
-            port,
-        }
+        Unfed { bin, sink, port }
     }
 
     fn url(&self) -> String {
-        format!("moqt://127.0.0.1:{}/live", self.port)
+        moqt_url(self.port)
+    }
+
+    /// Fed from `tee` from now on (mid-group).
+    fn feed(self, tee: &gst::Element) -> Branch {
+        let pad = tee.request_pad_simple("src_%u").expect("a tee pad");
+        pad.link(&self.bin.static_pad("sink").expect("a ghost pad"))
+            .expect("links");
+        Branch {
+            bin: self.bin,
+            pad,
+            sink: self.sink,
+            port: self.port,
+        }
+    }
+}
+
+/// The URL of the broadcast a moqsink listening on `port` of loopback publishes.
+fn moqt_url(port: u16) -> String {
+    format!("moqt://127.0.0.1:{port}/live")
+}
+
+impl Branch {
+    /// A moqsink listening on `port` (0: any; a stopped one's, which it released), fed
+    /// from `tee` from now on (mid-group).
+    fn start(pipeline: &gst::Pipeline, tee: &gst::Element, port: u16) -> Branch {
+        Unfed::listen(pipeline, port).feed(tee)
+    }
+
+    fn url(&self) -> String {
+        moqt_url(self.port)
     }
 
     /// Stops the moqsink and takes its branch out of the pipeline, between two buffers.

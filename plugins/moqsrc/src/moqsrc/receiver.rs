@@ -1046,6 +1046,8 @@ async fn play(
     let mut connecting: Option<(Connecting, MoveCause)> = None;
     let mut arrival = Arrival::default();
     let mut given_up = false;
+    // Whether the round's session was replaced by a move.
+    let mut moved = false;
     // The server the session in use reached (a move changes it).
     let mut current = progress
         .moved_to
@@ -1152,7 +1154,7 @@ async fn play(
                 session.close("moved to another session");
                 let from = std::mem::replace(&mut current, server.clone());
                 progress.moved_to = Some(server.clone());
-                let moved = Event::Moved {
+                let event = Event::Moved {
                     from: from.url.to_string(),
                     url: server.url.to_string(),
                     peer: next.remote_address(),
@@ -1160,8 +1162,9 @@ async fn play(
                     why: arrival.why,
                 };
                 *session = next;
-                let _ = events.send(moved).await;
+                let _ = events.send(event).await;
                 arrival = Arrival::default();
+                moved = true;
             }
             ended = round.join_next() => match ended {
                 None => return Ok(Played::Ended),
@@ -1169,6 +1172,11 @@ async fn play(
                 Some(Ok(TrackEnd::Restart)) => return Ok(Played::Restart),
                 Some(Ok(TrackEnd::Closed)) | Some(Err(_)) => return Ok(Played::Ended),
                 Some(Ok(TrackEnd::Gone(reason))) => return Ok(Played::Gone(reason)),
+                // A track whose own move failed stayed on the session left behind, and
+                // loses it when that closes: it follows the others on the session in use.
+                Some(Ok(TrackEnd::Lost(reason))) if moved && session.close_reason().is_none() => {
+                    return Ok(Played::Gone(reason));
+                }
                 Some(Ok(TrackEnd::Lost(reason))) => return Err(reason),
             },
             event = next_or_pending(&mut feed.updates) => match event {

@@ -343,9 +343,13 @@ const PROCESSING_NS: u64 = 30_000_000;
 const GROW_MIN_NS: i64 = 10_000_000;
 /// It drains when it is this much above what the frames need.
 const DRAIN_MIN_NS: i64 = 20_000_000;
-/// Share of the media time by which playback drains: video slots this much shorter,
-/// audio a frame dropped at most this often. A few percent is not seen or heard.
-const DRAIN_SHARE: f64 = 0.06;
+/// Share of the media time by which video drains: slots this much shorter. libwebrtc's
+/// renderer moves its delay by up to 100 ms a second as well: a tenth is not seen, and
+/// the delay a congestion episode leaves is given back in a few seconds, not ten.
+const VIDEO_DRAIN_SHARE: f64 = 0.10;
+/// Share of the media time by which audio drains: a frame dropped at most this often.
+/// Each drop is a splice in the sound; this few are not heard.
+const AUDIO_DRAIN_SHARE: f64 = 0.06;
 
 /// While audio leads, it grows the timeline by at most this much at a time: each growth
 /// is a hole in the sound, and one this short is barely heard, where waiting until a
@@ -554,7 +558,8 @@ impl Timeline {
         if excess <= DRAIN_MIN_NS {
             return None;
         }
-        let step = (duration_us.saturating_mul(NS_PER_UNIT as u64) as f64 * DRAIN_SHARE) as i64;
+        let step =
+            (duration_us.saturating_mul(NS_PER_UNIT as u64) as f64 * VIDEO_DRAIN_SHARE) as i64;
         let by = excess.min(step);
         (by > 0).then(|| {
             self.clock.shift_from(dts, -by);
@@ -596,7 +601,7 @@ impl Timeline {
     /// Whether the audio frame (`duration_us` long) due at `now` is to be dropped to
     /// drain an adaptive timeline that is later than the tracks need: the slots move
     /// earlier by its duration with it, so the audio goes on without a hole. One frame
-    /// at most per [`DRAIN_SHARE`] of the media time.
+    /// at most per [`AUDIO_DRAIN_SHARE`] of the media time.
     pub fn drain_audio(&mut self, dts: i64, now: u64, duration_us: u64) -> bool {
         let (Some(offset), Some(target)) = (self.clock.offset(), self.target()) else {
             return false;
@@ -608,7 +613,7 @@ impl Timeline {
             return false;
         };
         let duration = duration_us.saturating_mul(NS_PER_UNIT as u64);
-        let spacing = (duration as f64 / DRAIN_SHARE) as u64;
+        let spacing = (duration as f64 / AUDIO_DRAIN_SHARE) as u64;
         let excess = offset.saturating_sub(target);
         let due = needs
             .audio_drained_at

@@ -864,3 +864,33 @@ fn a_video_starting_behind_the_audio_it_joined_does_not_move_it() {
     let skew = worst_skew_ms(&video, &audio);
     assert!(skew <= 1.0, "A/V skew {skew} ms");
 }
+
+#[test]
+fn a_congestion_episodes_delay_is_given_back_at_a_tenth_of_the_media_time() {
+    let mut sim = Sim::adaptive(100);
+    let v = sim.track("video", MediaKind::Video);
+    // 30 ms of queue, 400 ms from 5 s, draining from 8 s back to 30 ms by 8.4 s.
+    let queue = |t_ms: u64| match t_ms {
+        ..5_000 => 30,
+        5_000..8_000 => 400,
+        _ => 400u64.saturating_sub((t_ms - 8_000) * 9 / 10).max(30),
+    };
+    through_link(&mut sim, v, 0..720, 2_000, keyframes(6_000, 1_000), queue);
+    sim.run_until(32_000 * MS);
+    let out = sim.outputs(v);
+    assert_eq!(out.len(), 720);
+    assert_eq!(sim.late(v), 0);
+    let before = sim.mean_latency_ms(v, 3_000, 5_000);
+    let second = |s: i64| sim.mean_latency_ms(v, s * 1_000, (s + 1) * 1_000);
+    // Once the estimate has let go of the queue (2 s after it drained), a tenth of each
+    // second is given back: ~100 ms a second, where 6 % gave 60.
+    let per_second = (second(10) - second(12)) / 2.0;
+    assert!((85.0..=105.0).contains(&per_second), "{per_second} ms/s");
+    let after = sim.mean_latency_ms(v, 14_000, 30_000);
+    assert!((after - before).abs() < 10.0, "{before} → {after} ms");
+    // Unseen: consecutive slots at least 89 % of the media time apart.
+    for w in out.windows(2) {
+        let media = (w[1].media - w[0].media) as u64 * 1_000;
+        assert!(w[1].dts - w[0].dts >= media * 89 / 100, "{:?}", w);
+    }
+}

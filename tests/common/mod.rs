@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
+use moq_player::playout::VIDEO_DRAIN_SHARE;
 
 /// A small multi-threaded runtime for tests that drive the session crate directly.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -954,15 +955,12 @@ pub fn assert_complete_delivery(sent: &[SentAu], receiver: &Receiver) {
 
 /// How far a received frame's PTS is from where the sender put it, against the frame
 /// before: fixed between re-anchoring points (DISCONT buffers), but for what the adaptive
-/// playout grows (any amount) or drains (a few percent of the media time).
+/// playout grows (any amount) or drains (at most [`VIDEO_DRAIN_SHARE`] of the media time).
 #[derive(Default)]
 pub struct TimelineCheck {
     /// The previous frame's (received PTS − sent PTS) and sent DTS, µs.
     previous: Option<(i64, i64)>,
 }
-
-/// Share of the media time the adaptive playout drains by at most.
-const DRAIN_SHARE_PERCENT: i64 = 6;
 
 impl TimelineCheck {
     pub fn follow(
@@ -978,7 +976,7 @@ impl TimelineCheck {
                 let step = offset - previous;
                 let media = (sent_dts - previous_dts).abs();
                 assert!(
-                    step >= -(media * DRAIN_SHARE_PERCENT / 100) - 2,
+                    step >= -((media as f64 * VIDEO_DRAIN_SHARE) as i64) - 2,
                     "frame {}: {} µs closer to the one before than sent ({media} µs apart)",
                     f.decode_index,
                     -step

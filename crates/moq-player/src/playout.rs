@@ -346,7 +346,7 @@ const DRAIN_MIN_NS: i64 = 20_000_000;
 /// Share of the media time by which video drains: slots this much shorter. libwebrtc's
 /// renderer moves its delay by up to 100 ms a second as well: a tenth is not seen, and
 /// the delay a congestion episode leaves is given back in a few seconds, not ten.
-const VIDEO_DRAIN_SHARE: f64 = 0.10;
+pub const VIDEO_DRAIN_SHARE: f64 = 0.10;
 /// Share of the media time by which audio drains: a frame dropped at most this often.
 /// Each drop is a splice in the sound; this few are not heard.
 const AUDIO_DRAIN_SHARE: f64 = 0.06;
@@ -528,7 +528,7 @@ impl Timeline {
 
     /// Before a frame of `kind` with media time `dts` (`duration_us` long) is stamped at
     /// `now`: an adaptive timeline grows at once to what the frames need, or, once every
-    /// track's need has settled, drains towards it by a few percent of each video frame's
+    /// track's need has settled, drains towards it by up to a tenth of each video frame's
     /// time. With audio playing, audio drains it instead ([`Timeline::drain_audio`]) and
     /// video follows.
     pub fn adapt(

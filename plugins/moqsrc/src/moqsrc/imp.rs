@@ -927,7 +927,7 @@ impl ObjectImpl for MoqSrc {
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("playout", super::Playout::Adaptive)
                     .nick("Playout")
-                    .blurb("How the timeline's offset moves. adaptive: it targets what the frames need (their delay variation, a keyframe's transfer expected from its size), growing at once when frames come late and draining by a few percent of the media time when they come early (video slots shortened, an audio frame dropped now and then, no hole), never buffering less than latency; posts moq-playout when its target moves much. fixed: the first frame's offset stays until a frame comes later than latency allows (a rebuffer) or playback jumps")
+                    .blurb("How the timeline's offset moves. adaptive: it targets what the frames need (their delay variation, a keyframe's transfer expected from its size), growing at once when frames come late and draining by up to a tenth of the media time when they come early (video slots shortened, an audio frame dropped now and then, no hole), never buffering less than latency; posts moq-playout when its target moves much. fixed: the first frame's offset stays until a frame comes later than latency allows (a rebuffer) or playback jumps")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("abr", super::Abr::Auto)

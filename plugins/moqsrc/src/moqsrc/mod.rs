@@ -53,7 +53,7 @@ pub enum Abr {
 #[enum_type(name = "GstMoqSrcPlayout")]
 pub enum Playout {
     #[enum_value(
-        name = "Adaptive: follow how late frames come, growing at once when they come late and draining a few percent at a time when they come early; latency is the least buffering",
+        name = "Adaptive: follow how late frames come, growing at once when they come late and draining by up to a tenth of the media time when they come early; latency is the least buffering",
         nick = "adaptive"
     )]
     #[default]

@@ -30,14 +30,7 @@ fn a_drained_viewer_moves_to_a_new_session_without_a_gap() {
 /// handover meets the old stream on media time and carries its numbering on.
 #[test]
 fn a_viewer_drained_to_another_publisher_of_the_stream_plays_on_without_a_gap() {
-    let pipeline = launch(&format!(
-        "{TEST_VIDEO} ! {TEST_ENCODER} ! tee name=t allow-not-linked=true"
-    ));
-    pipeline.set_state(gst::State::Playing).expect("plays");
-    let tee = pipeline.by_name("t").expect("tee");
-    let first = Branch::start(&pipeline, &tee, 0);
-    let receiver = Receiver::start(&format!("url={} tls-insecure=true", first.url()));
-    receiver.wait_frames(48, WAIT).expect("plays");
+    let (pipeline, tee, first, receiver) = a_viewer_of_one_branch();
     // The second publisher starts 2 s into the stream, mid-group, and publishes a group
     // of its own.
     let second = Branch::start(&pipeline, &tee, 0);
@@ -67,14 +60,7 @@ fn a_viewer_drained_to_another_publisher_of_the_stream_plays_on_without_a_gap() 
 /// connecting afresh (to the publisher it was told to leave).
 #[test]
 fn a_viewer_drained_to_a_publisher_not_fed_yet_plays_on_once_it_is() {
-    let pipeline = launch(&format!(
-        "{TEST_VIDEO} ! {TEST_ENCODER} ! tee name=t allow-not-linked=true"
-    ));
-    pipeline.set_state(gst::State::Playing).expect("plays");
-    let tee = pipeline.by_name("t").expect("tee");
-    let first = Branch::start(&pipeline, &tee, 0);
-    let receiver = Receiver::start(&format!("url={} tls-insecure=true", first.url()));
-    receiver.wait_frames(48, WAIT).expect("plays");
+    let (pipeline, tee, first, receiver) = a_viewer_of_one_branch();
     let second = Unfed::listen(&pipeline, 0);
     first
         .sink
@@ -102,6 +88,20 @@ fn a_viewer_drained_to_a_publisher_not_fed_yet_plays_on_once_it_is() {
     assert_eq!(connections, 1, "one connection: {messages:?}");
     assert!(left, "the first publisher's session was closed");
     assert_eq!(arrived, 1, "the viewer is the second publisher's");
+}
+
+/// An encoder feeding a tee, a publisher on a branch of it and a viewer playing from that
+/// publisher: (the pipeline, its tee, the branch, the viewer).
+fn a_viewer_of_one_branch() -> (gst::Pipeline, gst::Element, Branch, Receiver) {
+    let pipeline = launch(&format!(
+        "{TEST_VIDEO} ! {TEST_ENCODER} ! tee name=t allow-not-linked=true"
+    ));
+    pipeline.set_state(gst::State::Playing).expect("plays");
+    let tee = pipeline.by_name("t").expect("tee");
+    let first = Branch::start(&pipeline, &tee, 0);
+    let receiver = Receiver::start(&format!("url={} tls-insecure=true", first.url()));
+    receiver.wait_frames(48, WAIT).expect("plays");
+    (pipeline, tee, first, receiver)
 }
 
 /// Publishers taking turns in the direct rolling restart, rounds of it, and the time from

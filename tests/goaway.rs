@@ -65,15 +65,7 @@ fn a_viewer_drained_to_a_publisher_not_fed_yet_plays_on_once_it_is() {
     first
         .sink
         .emit_by_name::<()>("drain", &[&Some(second.url())]);
-    let moved = || {
-        receiver
-            .messages
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|m| m == "moq-moved")
-    };
-    assert!(wait_until(WAIT, moved), "moved");
+    assert!(wait_until(WAIT, || has_moved(&receiver)), "moved");
     let second = second.feed(&tee);
     let before = receiver.frames().len();
     let plays_on = receiver.wait_frames(before + 48, WAIT);
@@ -253,19 +245,18 @@ fn a_rolling_restart_of_direct_publishers_keeps_every_viewer_playing() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
+/// Whether the viewer has posted `moq-moved`.
+fn has_moved(receiver: &Receiver) -> bool {
+    let messages = receiver.messages.lock().unwrap();
+    messages.iter().any(|m| m == "moq-moved")
+}
+
 /// `sink` sends GOAWAY naming `to`; waits for the viewer's move and 96 frames after it.
 /// The frames the viewer had before.
 fn drain(receiver: &Receiver, sink: &gst::Element, to: &str) -> usize {
     let before = receiver.frames().len();
     sink.emit_by_name::<()>("drain", &[&Some(to.to_owned())]);
-    let moved = wait_until(WAIT, || {
-        receiver
-            .messages
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|m| m == "moq-moved")
-    });
+    let moved = wait_until(WAIT, || has_moved(receiver));
     assert!(
         moved,
         "moq-moved posted: {:?}",

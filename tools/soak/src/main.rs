@@ -42,8 +42,10 @@ const USAGE: &str = "usage:
                      [--warmup S] [--max-rss-growth-mb MB]
       N (default 1000) connect / subscribe catalog+video / take one object / drop cycles,
       4 at a time, after 10 s of streaming (--warmup) and 200 warm-up cycles, beside a
-      continuous moqsrc subscriber; S caps the time they may take (default 1800). Bounds: sender RSS growth over the baseline
-      taken after the warm-up cycles < 5 MB; the continuous subscriber loses no frame.
+      continuous moqsrc subscriber (moqsink delivery=baseline, moqsrc latency=500, so
+      that only the churn can cost it a frame); S caps the time they may take (default
+      1800). Bounds: sender RSS growth over the baseline taken after the warm-up cycles
+      < 5 MB; the continuous subscriber loses no frame.
 
   moq-soak run mixed [--seconds S] [--restart-every S] [--warmup S] [--congested-kbit K]
                      [--churn-pause-ms MS] [--max-rss-growth-mb MB] [--min-viewer-pct P]

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use crate::clients::{self, ChurnCounters, StallCounters};
 use crate::scenario::{
-    ROW_EVERY, RSS_EVERY, fmt_pct, healthy, opt_mb, run_phase, runtime, verdict,
+    ROW_EVERY, RSS_EVERY, fmt_pct, healthy, opt_mb, print_breaks, run_phase, runtime, verdict,
 };
 
 /// The relay's root open to anyone, which the broadcast is published under.
@@ -310,16 +310,7 @@ pub fn mixed(opts: &MixedOptions) -> Result<MixedReport, String> {
     let viewer_c = healthy(&viewer, &sender, finished).ok_or("no sender count to compare with")?;
     let congested_frames = congested.stop().indices.len();
     let viewer_log = viewer.stop();
-    if viewer_c.gaps > 0 || viewer_c.disordered > 0 {
-        println!("the viewer's breaks and messages (s since the start):");
-        for (at, what) in &viewer_log.events {
-            let t = match at.checked_duration_since(start) {
-                Some(after) => after.as_secs_f64(),
-                None => -(start - *at).as_secs_f64(),
-            };
-            println!("  {t:7.3} {what}");
-        }
-    }
+    print_breaks("the viewer", &viewer_log, &viewer_c, start);
     drop(link);
     let (Some(sender_warmup), Some(root_warmup)) = warmup.unwrap_or_default() else {
         return Err("the run ended before the warm-up, or a process had exited by then".into());

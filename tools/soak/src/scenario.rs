@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use moq_testkit::media::{Continuity, Watcher, unix_now_us};
+use moq_testkit::media::{Continuity, FrameLog, Watcher, unix_now_us};
 use moq_testkit::proc::{RssSampler, mb, mb_diff};
 use moq_testkit::roles::{OutputFrame, ReceiverProc, START_TIMEOUT, SenderProc};
 use tokio::sync::watch;
@@ -72,6 +72,32 @@ pub(crate) fn run_phase(
 pub(crate) fn healthy(watcher: &Watcher, sender: &SenderProc, end: Instant) -> Option<Continuity> {
     let frames = sender.frames_at(end.checked_sub(IN_FLIGHT)?)?;
     watcher.log().continuity(frames)
+}
+
+/// Prints what explains a watcher's breaks (its skipped frames and moqsrc's messages), in
+/// seconds since `start`, when its output had any.
+pub(crate) fn print_breaks(who: &str, log: &FrameLog, continuity: &Continuity, start: Instant) {
+    if continuity.gaps == 0 && continuity.disordered == 0 {
+        return;
+    }
+    println!("{who}'s breaks and messages (s since the start):");
+    for (at, what) in &log.events {
+        let t = match at.checked_duration_since(start) {
+            Some(after) => after.as_secs_f64(),
+            None => -(start - *at).as_secs_f64(),
+        };
+        println!("  {t:7.3} {what}");
+    }
+}
+
+/// Groups the sender gave up for some subscriber (base and enhancement layers, every
+/// reason: superseded, expired, over the backlog budget), from its latest stats.
+fn groups_given_up(sender: &SenderProc) -> u64 {
+    ["superseded", "expired", "over-budget"]
+        .iter()
+        .flat_map(|why| ["base", "enhancement"].map(|layer| format!("{layer}-groups-{why}")))
+        .map(|name| sender.stat(&name))
+        .sum()
 }
 
 pub(crate) fn fmt_pct(c: Option<Continuity>) -> String {
@@ -675,6 +701,9 @@ pub struct ChurnReport {
     pub subscribers_end: u64,
     pub continuous: Continuity,
     pub continuous_first_key: bool,
+    /// Groups the sender gave up over the run, for any subscriber: with none, a frame the
+    /// continuous subscriber lacks was lost on its side.
+    pub sender_groups_given_up: u64,
     pub violations: Vec<String>,
 }
 
@@ -689,7 +718,7 @@ impl ChurnReport {
              sender_rss_start_mb={:.1} sender_rss_baseline_mb={:.1} sender_rss_max_mb={:.1} \
              sender_rss_end_mb={:.1} sender_rss_growth_mb={:.1} sender_rss_growth_from_start_mb={:.1} \
              subscribers_end={} continuous_received={} continuous_expected={} continuous_lost={} \
-             continuous_gaps={} continuous_disordered={} result={}",
+             continuous_gaps={} continuous_disordered={} sender_groups_given_up={} result={}",
             self.cycles,
             self.failed,
             self.cycles_per_s,
@@ -706,20 +735,31 @@ impl ChurnReport {
             self.continuous.missing(),
             self.continuous.gaps,
             self.continuous.disordered,
+            self.sender_groups_given_up,
             verdict(&self.violations),
         )
     }
 }
 
+/// The continuous subscriber of the churn scenario must get every frame, so nothing that
+/// gives frames up for latency is in play: the sender sends every GoP in order (with
+/// moqsink's default, a GoP whose tail has waited 200 ms unsent gives way to the next) and
+/// the subscriber waits up to half a second for a missing frame (moqsrc's default, 100 ms).
+/// A scheduling pause of a loaded machine then costs latency, not a frame; a frame missing
+/// is the churn's doing.
+const CHURN_SENDER: &str = "delivery=baseline";
+const CHURN_SUBSCRIBER: &str = "latency=500";
+
 /// Many short-lived subscribers beside a continuous one.
 pub fn churn(opts: &ChurnOptions) -> Result<ChurnReport, String> {
     println!(
-        "== churn: {} warm-up + {} measured connect/subscribe/drop cycles, {} at a time",
+        "== churn: {} warm-up + {} measured connect/subscribe/drop cycles, {} at a time \
+         (moqsink {CHURN_SENDER}, continuous moqsrc {CHURN_SUBSCRIBER})",
         opts.warmup_cycles, opts.cycles, opts.concurrency
     );
-    let mut sender = SenderProc::start(&opts.exe, "")?;
+    let mut sender = SenderProc::start(&opts.exe, CHURN_SENDER)?;
     let rss = RssSampler::start(sender.pid(), RSS_EVERY);
-    let watcher = Watcher::start(&sender.url(), &sender.fingerprint)?;
+    let watcher = Watcher::start_with(&sender.url(), &sender.fingerprint, CHURN_SUBSCRIBER)?;
     watcher.wait_first_frame(START_TIMEOUT)?;
     let rt = runtime()?;
     let counters = Arc::new(ChurnCounters::default());
@@ -818,6 +858,7 @@ pub fn churn(opts: &ChurnOptions) -> Result<ChurnReport, String> {
     let continuous =
         healthy(&watcher, &sender, finished).ok_or("no sender count to compare with")?;
     let log = watcher.stop();
+    print_breaks("the continuous subscriber", &log, &continuous, start);
     let failed = counters.failed.load(Ordering::Relaxed) - failed_before;
     let growth = mb_diff(rss_max, rss_baseline);
     let mut violations = Vec::new();
@@ -861,6 +902,7 @@ pub fn churn(opts: &ChurnOptions) -> Result<ChurnReport, String> {
         subscribers_end: sender.stat("subscribers"),
         continuous,
         continuous_first_key: log.first_key == Some(true),
+        sender_groups_given_up: groups_given_up(&sender),
         violations,
     };
     println!("{}", report.summary());

@@ -138,6 +138,9 @@ pub struct Seen {
     switches: Vec<(i64, String)>,
     /// The latency the receiver's decoder reports (its LATENCY query share), ms.
     decoder_latency_ms: Option<f64>,
+    /// The receiving element's `stats` at the end (in-process receivers): moqsrc counts
+    /// what it dropped and why, which tells its losses from the sender's.
+    receiver_stats: Option<gst::Structure>,
     /// Systems with audio: each video frame's running time, and the audio output.
     video_pts: HashMap<u64, i64>,
     audio: Vec<AudioFrame>,
@@ -268,13 +271,14 @@ impl Receiver {
             Receiver::Here { pipeline, seen } => {
                 seen.lock().unwrap().decoder_latency_ms = decoder_latency_ms(&pipeline);
                 if let Some(src) = pipeline.by_name("src")
-                    && src.find_property("rendition").is_some()
+                    && src.find_property("stats").is_some()
                 {
                     let stats: gst::Structure = src.property("stats");
                     let mut seen = seen.lock().unwrap();
-                    if seen.first_rendition.is_none() {
+                    if seen.first_rendition.is_none() && src.find_property("rendition").is_some() {
                         seen.first_rendition = stats.get::<String>("rendition").ok();
                     }
+                    seen.receiver_stats = Some(stats);
                 }
                 let _ = pipeline.set_state(gst::State::Null);
                 let seen = std::mem::take(&mut *seen.lock().unwrap());
@@ -655,6 +659,13 @@ pub fn run(spec: &RunSpec) -> Result<Summary, String> {
     std::thread::sleep(TAIL);
     receiver.collect_messages(&mut errors);
     let (seen, receiver_child_cpu) = receiver.finish()?;
+    if let Some(stats) = &seen.receiver_stats {
+        std::fs::write(
+            frames_dir.join(format!("{name}.receiver-stats.txt")),
+            format!("{stats}\n"),
+        )
+        .map_err(|e| e.to_string())?;
+    }
     drop(relay);
     drop(signalling);
     // A receiver child's CPU counts as the receiver's; moq-relay's and the signalling
@@ -1171,8 +1182,9 @@ type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
 /// WebRTC): a frame is available when its decoded picture reaches the encoders (the
 /// encoder's own latency counts, the harness's decoding does not); each encoded AU is
 /// tagged with the frame id after its encoder, and the first encoder's sizes logged
-/// (`….sizes.csv`); with rate control, the encoder target, the path estimate and the
-/// encoder's bitrate are sampled every 100 ms (`….rate.csv`).
+/// (`….sizes.csv`); with rate control, the encoder target, the path estimate, the
+/// encoder's bitrate and what moqsink gave up so far (objects, and groups by why) are
+/// sampled every 100 ms (`….rate.csv`).
 struct LiveEncoding {
     ids: Arc<Mutex<HashMap<u64, u64>>>,
     sizes: SharedLog,
@@ -1438,13 +1450,41 @@ fn sample_rates(
     );
     Ok(std::thread::spawn(move || {
         let mut rates = rates.lock().unwrap();
-        let _ = writeln!(rates, "unix_us,target_bps,estimated_bps,encoder_kbit");
+        let _ = writeln!(
+            rates,
+            "unix_us,target_bps,estimated_bps,encoder_kbit,objects_dropped,groups_superseded,\
+             groups_expired,groups_over_budget"
+        );
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             let target: u64 = sink.property("target-bitrate");
             let estimated: u64 = sink.property("estimated-bitrate");
             let encoder: u32 = enc.property("bitrate");
             let encoder = u64::from(encoder) * unit / 1000;
-            let _ = writeln!(rates, "{},{target},{estimated},{encoder}", unix_us());
+            // What the sender gave up so far (the video's layers, every subscriber), by why.
+            let stats: gst::Structure = sink.property("stats");
+            let given_up = [
+                "objects-dropped",
+                "groups-superseded",
+                "groups-expired",
+                "groups-over-budget",
+            ]
+            .map(|what| {
+                ["base", "enhancement"]
+                    .iter()
+                    .map(|layer| {
+                        stats
+                            .get::<u64>(format!("{layer}-{what}").as_str())
+                            .unwrap_or(0)
+                    })
+                    .sum::<u64>()
+                    .to_string()
+            })
+            .join(",");
+            let _ = writeln!(
+                rates,
+                "{},{target},{estimated},{encoder},{given_up}",
+                unix_us()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         let _ = rates.flush();

@@ -469,15 +469,16 @@ impl System {
     /// latency already covers retransmission, so it gets none.
     pub fn receiver(&self, at: &Endpoints) -> String {
         match self {
+            // `src` is the element whose `stats` the run records at the end.
             System::Moq { skip_forward, .. } => format!(
-                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} media-timeout=20000",
+                "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward={skip_forward} media-timeout=20000",
                 at.receiver, at.fingerprint
             ),
             System::Adaptive { .. } => format!(
-                "moqsrc url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true media-timeout=20000",
+                "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} skip-forward=true media-timeout=20000",
                 at.receiver, at.fingerprint
             ),
-            // `src` is where the run reads the rendition playing.
+            // The run also reads the rendition playing from `src`.
             System::Abr { .. } => format!(
                 "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
                  skip-forward=true media-timeout=20000 abr=auto",
@@ -485,8 +486,8 @@ impl System {
             ),
             // The audio branch is `adec` (where the run records audio), the video follows.
             System::MoqAv => format!(
-                "moqsrc name=s url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
-                 skip-forward=true media-timeout=20000 s. ! opusdec name=adec ! fakesink sync=true s.",
+                "moqsrc name=src url=moqt://{}/live tls-fingerprint={} latency={RECEIVER_LATENCY_MS} \
+                 skip-forward=true media-timeout=20000 src. ! opusdec name=adec ! fakesink sync=true src.",
                 at.receiver, at.fingerprint
             ),
             // srtsrc's own latency adds to the one negotiated with the sender (transit is

@@ -58,6 +58,22 @@ const MAX_SEND_WINDOW: u64 = 64 * 1024 * 1024;
 /// Extra queueing the send window allows on top of the round trip.
 const WINDOW_SLACK: Duration = Duration::from_millis(50);
 
+/// The quinn priority of a group's stream. quinn sends the data it holds by stream
+/// priority, so in superseding modes the newest group's stream would go ahead of an older
+/// group's tail already handed over, starving it until the viewer gives that group up:
+/// there, as in the scheduler, a started group goes before newer ones (their streams
+/// open later), and is pre-empted only by being dropped.
+fn quic_priority(p: Priority, superseding: bool) -> i32 {
+    match superseding {
+        true => Priority {
+            rank: p.rank.saturating_neg(),
+            ..p
+        }
+        .quinn(),
+        false => p.quinn(),
+    }
+}
+
 /// Limits of one publishing session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublishLimits {
@@ -504,7 +520,7 @@ impl Scheduler {
         if !g.opened {
             return Some(Transmit::Open {
                 key,
-                priority: g.info.priority.quinn(),
+                priority: quic_priority(g.info.priority, sub.delivery.supersede_after.is_some()),
             });
         }
         let current = g.current_or_next(sub.alias, self.codec)?;

@@ -104,10 +104,12 @@ pub struct Priority {
 
 impl Priority {
     /// quinn's stream priority (higher first). The scheduler hands QUIC only a little data
-    /// at a time, so this only orders what is already buffered; ranks wrap every 2^27.
+    /// at a time, so this only orders what is already buffered. Ranks keep their order
+    /// from -2^26 to 2^26 (group numbers as ranks, older or newer first) and wrap every
+    /// 2^27 beyond.
     pub fn quinn(&self) -> i32 {
         let band = (3 - i32::from(self.class.min(3))) << 27;
-        band | (self.rank.rem_euclid(1 << 27) as i32)
+        band | (self.rank.wrapping_add(1 << 26).rem_euclid(1 << 27) as i32)
     }
 
     /// Whether `self` goes before `other`.
@@ -790,6 +792,10 @@ mod tests {
         assert!(p(2, 11).quinn() > p(2, 10).quinn());
         assert!(p(2, 0).quinn() > p(3, (1 << 27) - 1).quinn());
         assert!(p(3, -1).quinn() >= 0);
+        // Group numbers as ranks, older first (-group) or newest first (group): no wrap
+        // between the first groups.
+        assert!(p(2, 0).quinn() > p(2, -1).quinn());
+        assert!(p(2, 1).quinn() > p(2, 0).quinn());
     }
 
     #[test]

@@ -716,6 +716,40 @@ fn a_group_in_progress_sends_its_keyframe_before_yielding() {
 }
 
 #[test]
+fn quic_sends_an_older_groups_tail_before_a_newer_group_in_every_mode() {
+    // QUIC holds up to a round trip of data and sends it by stream priority: the tail of a
+    // GoP handed over before the next keyframe must not wait behind the newer group.
+    for mode in MODES {
+        let mut net = Net::new(PublishLimits::default(), 1_000);
+        net.serve(BASE, base_delivery(mode, None));
+        let mut opened = Vec::new();
+        for id in 0..3 {
+            let info = group(id, base_priority(mode, id), net.now);
+            let payload = Payload::from_parts(vec![frame_bytes(id, 100)]);
+            net.sched.object(BASE, info, 0, payload, net.now, net.now);
+            while let Some(transmit) = net.sched.next_transmit() {
+                match transmit {
+                    Transmit::Open { key, priority } => {
+                        opened.push((key.group, priority));
+                        net.sched.opened(key, net.now);
+                    }
+                    Transmit::Write { key, chunks } => {
+                        let len = chunks.iter().map(|c| c.len()).sum();
+                        net.sched.wrote(key, len, net.now);
+                    }
+                }
+            }
+        }
+        let groups: Vec<u64> = opened.iter().map(|&(g, _)| g).collect();
+        assert_eq!(groups, [0, 1, 2], "{mode:?}");
+        assert!(
+            opened.windows(2).all(|w| w[0].1 > w[1].1),
+            "{mode:?}: quinn priorities (group, priority) {opened:?}"
+        );
+    }
+}
+
+#[test]
 fn enhancement_frames_go_below_the_base_layer_and_expire() {
     for mode in [DeliveryMode::DeprioritizeB, DeliveryMode::Combined] {
         // The base layer needs ~43 bytes/ms, everything ~58: enough for the base layer and

@@ -24,9 +24,9 @@
 //! - In superseding modes a newer group makes older ones worthless: a group not started is
 //!   dropped at once, one in progress once its unsent data is stale and either its first
 //!   object (the keyframe) is out or the newer group's keyframe can arrive in time. While
-//!   started, a group goes before newer ones of its subscription: they pre-empt it only by
-//!   having it dropped (the source thesis's 200 kbit/s starvation: one picture per round beats
-//!   none).
+//!   started, a group goes before newer ones of its subscription, in QUIC's buffer too (its
+//!   stream's priority): they pre-empt it only by having it dropped (the source thesis's
+//!   200 kbit/s starvation: one picture per round beats none).
 //! - A session with data waiting and no write accepted for `stall_timeout` is closed: the
 //!   peer stopped reading (no flow-control credit) and holds resources for nothing.
 //!

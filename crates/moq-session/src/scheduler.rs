@@ -64,14 +64,12 @@ const WINDOW_SLACK: Duration = Duration::from_millis(50);
 /// there, as in the scheduler, a started group goes before newer ones (their streams
 /// open later), and is pre-empted only by being dropped.
 fn quic_priority(p: Priority, superseding: bool) -> i32 {
-    match superseding {
-        true => Priority {
-            rank: p.rank.saturating_neg(),
-            ..p
-        }
-        .quinn(),
-        false => p.quinn(),
-    }
+    let rank = if superseding {
+        p.rank.saturating_neg()
+    } else {
+        p.rank
+    };
+    Priority { rank, ..p }.quinn()
 }
 
 /// Limits of one publishing session.

@@ -149,6 +149,15 @@ pub fn stat(stats: &gst::StructureRef, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A per-layer counter of moqsink's `stats` (`base-WHAT` and `enhancement-WHAT`) summed
+/// over both layers of the video.
+pub fn layers_stat(stats: &gst::StructureRef, what: &str) -> u64 {
+    ["base", "enhancement"]
+        .iter()
+        .map(|layer| stat(stats, &format!("{layer}-{what}")))
+        .sum()
+}
+
 /// Frames moqsink published (every kind): the next decode index.
 pub fn published_frames(stats: &gst::StructureRef) -> u64 {
     ["key", "reference", "non-reference"]
@@ -375,6 +384,11 @@ impl SenderProc {
     /// A counter of the latest stats, 0 before the first tick.
     pub fn stat(&self, name: &str) -> u64 {
         self.latest().map_or(0, |t| stat(&t.stats, name))
+    }
+
+    /// A per-layer counter of the latest stats over both layers ([`layers_stat`]).
+    pub fn layers_stat(&self, what: &str) -> u64 {
+        self.latest().map_or(0, |t| layers_stat(&t.stats, what))
     }
 
     /// Media bitrate (kbit/s) over the ticks read so far.

@@ -1468,17 +1468,7 @@ fn sample_rates(
                 "groups-expired",
                 "groups-over-budget",
             ]
-            .map(|what| {
-                ["base", "enhancement"]
-                    .iter()
-                    .map(|layer| {
-                        stats
-                            .get::<u64>(format!("{layer}-{what}").as_str())
-                            .unwrap_or(0)
-                    })
-                    .sum::<u64>()
-                    .to_string()
-            })
+            .map(|what| moq_testkit::roles::layers_stat(&stats, what).to_string())
             .join(",");
             let _ = writeln!(
                 rates,

@@ -95,8 +95,7 @@ pub(crate) fn print_breaks(who: &str, log: &FrameLog, continuity: &Continuity, s
 fn groups_given_up(sender: &SenderProc) -> u64 {
     ["superseded", "expired", "over-budget"]
         .iter()
-        .flat_map(|why| ["base", "enhancement"].map(|layer| format!("{layer}-groups-{why}")))
-        .map(|name| sender.stat(&name))
+        .map(|why| sender.layers_stat(&format!("groups-{why}")))
         .sum()
 }
 
@@ -304,9 +303,8 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
                 },
                 counters.disconnects.load(Ordering::Relaxed),
                 sender.stat("subscribers"),
-                sender.stat("base-groups-over-budget")
-                    + sender.stat("enhancement-groups-over-budget"),
-                sender.stat("base-streams-reset") + sender.stat("enhancement-streams-reset"),
+                sender.layers_stat("groups-over-budget"),
+                sender.layers_stat("streams-reset"),
             );
         }
         Ok(true)
@@ -363,9 +361,8 @@ pub fn stalled_subscriber(opts: &StalledOptions) -> Result<StalledReport, String
         disconnects,
         peer_failures: counters.failures.load(Ordering::Relaxed),
         peer_last_error: counters.last_error(),
-        groups_over_budget: sender.stat("base-groups-over-budget")
-            + sender.stat("enhancement-groups-over-budget"),
-        streams_reset: sender.stat("base-streams-reset") + sender.stat("enhancement-streams-reset"),
+        groups_over_budget: sender.layers_stat("groups-over-budget"),
+        streams_reset: sender.layers_stat("streams-reset"),
         violations,
     };
     println!("{}", report.summary());

@@ -44,8 +44,9 @@ fn scratch() -> Scratch {
     Scratch::new("moq-tls-test")
 }
 
-/// Plays `url` for a few seconds in a `gst-launch-1.0` process whose system roots are
-/// `roots`; returns the frames its sink got and what it printed.
+/// Plays `url` in a `gst-launch-1.0` process whose system roots are `roots`, until 30
+/// frames came or it failed; returns the frames its sink got and what it printed (with
+/// moqsrc's log of each connection attempt).
 fn play_with_system_roots(url: &str, roots: &Path) -> (usize, String) {
     let text = run_for(
         Command::new("gst-launch-1.0")
@@ -53,18 +54,22 @@ fn play_with_system_roots(url: &str, roots: &Path) -> (usize, String) {
                 "-m",
                 "moqsrc",
                 &format!("url={url}"),
-                "media-timeout=4000",
+                "media-timeout=10000",
                 "!",
                 "h264parse",
+                "!",
+                "identity",
+                "eos-after=30",
                 "!",
                 "fakesink",
                 "silent=false",
                 "-v",
             ])
             .env("GST_PLUGIN_PATH", plugin_dir())
+            .env("GST_DEBUG", "moqsrc:4")
             .env("SSL_CERT_FILE", roots)
             .env_remove("SSL_CERT_DIR"),
-        Duration::from_secs(6),
+        Duration::from_secs(20),
     );
     let frames = text.matches("chain   ******* (fakesink0:sink)").count();
     (frames, text)

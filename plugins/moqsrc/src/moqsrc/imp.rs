@@ -379,6 +379,9 @@ impl MoqSrc {
                         .build(),
                 );
             }
+            Event::Retrying(reason) => {
+                gst::info!(CAT, imp = self, "{reason}; trying again");
+            }
             Event::Resubscribed(reason) => {
                 gst::info!(
                     CAT,

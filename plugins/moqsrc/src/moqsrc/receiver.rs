@@ -92,6 +92,9 @@ pub enum Event {
     },
     /// A session that delivered media was lost; the receiver keeps trying for `timeout`.
     Disconnected(String),
+    /// An attempt that brought no media failed (a server not up yet, say); the next one
+    /// follows. Logged, so a start that ends in a timeout shows each attempt's reason.
+    Retrying(String),
     /// The server said GOAWAY: every track now plays from a new session at `url` (`peer`,
     /// draft `version`), handed over at a keyframe before the old one closed.
     Moved {
@@ -396,6 +399,9 @@ pub async fn run(
                 )))
                 .await;
             return;
+        }
+        if !lost.had_media {
+            let _ = events.send(Event::Retrying(lost.reason)).await;
         }
         if next.wrapped {
             tokio::time::sleep(RETRY_INTERVAL).await;

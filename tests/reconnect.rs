@@ -1,5 +1,6 @@
 //! moqsrc survives its publisher going away: it reconnects, resubscribes at the live
-//! edge and resumes with a DISCONT, without an error on the bus.
+//! edge and resumes with a DISCONT, without an error on the bus. It connects over a path
+//! slower to answer than its attempts are restarted.
 
 mod common;
 
@@ -85,4 +86,42 @@ fn a_listening_moqsink_started_again_at_once_listens_on_its_port() {
     receiver
         .wait_frames(before + 24, WAIT)
         .expect("the viewer plays on from the restarted publisher");
+}
+
+/// 700 ms from the publisher to the player: the handshake and SETUP take about 1.4 s,
+/// longer than a connection attempt runs before the next one starts. The attempts kept
+/// going connect (restarted alone, none would ever finish).
+#[test]
+fn a_player_connects_over_a_path_slower_to_answer_than_the_attempt_interval() {
+    let sender = Sender::start("");
+    let slow = linkem::Profile::from_json_str(
+        r#"{"name": "slow", "queue_bytes": 500000,
+            "steps": [{"duration_s": 600, "rate_kbit": 0, "delay_ms": 700}]}"#,
+    )
+    .expect("profile");
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: std::net::SocketAddr::from(([127, 0, 0, 1], sender.port)),
+        downstream: Some(slow),
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let started = Instant::now();
+    let receiver = Receiver::start(&format!(
+        "url=moqt://{}/live tls-fingerprint={} media-timeout=15000",
+        link.local_addr(),
+        sender.fingerprint()
+    ));
+    receiver
+        .wait_frames(24, WAIT)
+        .expect("plays over the slow path");
+    eprintln!("24 frames after {:?}", started.elapsed());
+    let messages = receiver.messages.lock().unwrap().clone();
+    assert_eq!(
+        messages.iter().filter(|m| *m == "moq-connected").count(),
+        1,
+        "one session: {messages:?}"
+    );
 }

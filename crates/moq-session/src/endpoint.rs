@@ -309,6 +309,54 @@ pub async fn connect(
     Session::client(conn, config).await
 }
 
+/// How long a connection attempt runs alone before another one starts beside it: QUIC
+/// backs off the retransmissions of its first packet (1 s, 2 s, 4 s...), so a fresh attempt
+/// finds a server that is coming back sooner.
+const ATTEMPT_INTERVAL: Duration = Duration::from_secs(1);
+/// Attempts under way at once; the oldest gives way to a new one.
+const ATTEMPTS_IN_FLIGHT: usize = 4;
+
+/// [`connect`], started again every [`ATTEMPT_INTERVAL`] while no attempt has finished,
+/// the earlier ones kept going (up to four at once): the first to finish, connected or
+/// refused, is the answer; none within `within` is [`SessionError::Timeout`]. Restarting
+/// alone finds a returning server soon but never connects over a path whose handshake
+/// and SETUP take longer than the restart interval (a round trip of half a second, a
+/// peer slow to answer); keeping the attempts going does both.
+pub async fn connect_within(
+    url: &MoqUrl,
+    trust: &Trust,
+    config: SessionConfig,
+    within: Duration,
+) -> Result<Session, SessionError> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut attempts = tokio::task::JoinSet::new();
+    let mut started = std::collections::VecDeque::<tokio::task::AbortHandle>::new();
+    loop {
+        if started.len() == ATTEMPTS_IN_FLIGHT
+            && let Some(oldest) = started.pop_front()
+        {
+            oldest.abort();
+        }
+        let (url, trust, config) = (url.clone(), trust.clone(), config.clone());
+        started.push_back(attempts.spawn(async move { connect(&url, &trust, config).await }));
+        let next = (tokio::time::Instant::now() + ATTEMPT_INTERVAL).min(deadline);
+        loop {
+            tokio::select! {
+                Some(done) = attempts.join_next() => match done {
+                    Ok(result) => return result,
+                    // The oldest, given way.
+                    Err(e) if e.is_cancelled() => {}
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                },
+                () = tokio::time::sleep_until(next) => break,
+            }
+        }
+        if next >= deadline {
+            return Err(SessionError::Timeout("connecting"));
+        }
+    }
+}
+
 /// Whether a handshake failed for want of an ALPN both sides speak (TLS alert
 /// no_application_protocol, 120).
 fn no_common_alpn(err: &quinn::ConnectionError) -> bool {

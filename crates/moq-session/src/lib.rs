@@ -40,8 +40,8 @@ mod version;
 
 pub use control::ControlReader;
 pub use endpoint::{
-    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, session_transport,
-    transport_config,
+    EVENT_QUEUE, Server, ServerEvent, ServerLimits, connect, connect_quic, connect_within,
+    session_transport, transport_config,
 };
 pub use error::{Redirected, RequestError, SessionError};
 pub use inner::{Role, Session};

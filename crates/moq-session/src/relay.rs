@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::endpoint::connect;
+use crate::endpoint::connect_within;
 use crate::error::SessionError;
 use crate::inner::Session;
 use crate::session::SessionConfig;
@@ -26,8 +26,9 @@ use crate::url::MoqUrl;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// A handshake not done by then is restarted (QUIC backs off its Initial retransmissions).
-const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
+/// How long one relay is tried before the next (or, with none, the same one again after
+/// the backoff); attempts start every second within it ([`connect_within`]).
+const CONNECT_WITHIN: Duration = Duration::from_secs(3);
 
 /// What happened to the relay connection.
 #[derive(Debug)]
@@ -152,12 +153,12 @@ async fn announce_on(
     config: &SessionConfig,
     moving: bool,
 ) -> Result<Session, SessionError> {
-    let session = tokio::time::timeout(
-        CONNECT_ATTEMPT,
-        connect(&relay.url, &relay.trust, config.clone()),
-    )
-    .await
-    .map_err(|_| SessionError::Timeout("connecting to the relay"))??;
+    let session = connect_within(&relay.url, &relay.trust, config.clone(), CONNECT_WITHIN)
+        .await
+        .map_err(|e| match e {
+            SessionError::Timeout(_) => SessionError::Timeout("connecting to the relay"),
+            e => e,
+        })?;
     if moving {
         session.continue_broadcast();
     }

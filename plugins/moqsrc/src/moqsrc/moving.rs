@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 
 use super::upstream::{Payload, ReceiverConfig, Server, subscribe, subscribe_from};
 
-/// How long one connection attempt to a move target may take.
-const CONNECT_ATTEMPT: Duration = Duration::from_secs(2);
+/// How long a move target is tried before the next ([`moq_session::connect_within`]).
+const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 /// How long after connecting a target may still say GOAWAY itself (a relay that is
 /// draining sends it at once): then the next target is tried.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -72,9 +72,10 @@ pub async fn connect_elsewhere(
             versions: config.versions,
             ..SessionConfig::default()
         };
-        let connecting = moq_session::connect(&server.url, &server.trust, session_config);
-        match tokio::time::timeout(CONNECT_ATTEMPT, connecting).await {
-            Ok(Ok(session)) => {
+        let connecting =
+            moq_session::connect_within(&server.url, &server.trust, session_config, CONNECT_WITHIN);
+        match connecting.await {
+            Ok(session) => {
                 tokio::time::sleep(SETTLE).await;
                 if session.going_away().is_none() {
                     return Ok((session, server));
@@ -82,8 +83,7 @@ pub async fn connect_elsewhere(
                 session.close("going away too");
                 problems.push(format!("{} is going away too", server.url));
             }
-            Ok(Err(e)) => problems.push(format!("{}: {e}", server.url)),
-            Err(_) => problems.push(format!("{}: timed out connecting", server.url)),
+            Err(e) => problems.push(format!("{}: {e}", server.url)),
         }
     }
     Err(problems.join("; "))

@@ -40,9 +40,10 @@ const RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// How long what the publisher says does not exist (its broadcast, a track named by the
 /// user) is asked for again before that is an error, when nothing has played yet.
 const MISSING_GRACE: Duration = Duration::from_secs(1);
-/// A handshake that has not completed by then is restarted: QUIC backs off its Initial
-/// retransmissions, so a fresh attempt finds a returning server sooner.
-const CONNECT_ATTEMPT: Duration = Duration::from_secs(1);
+/// How long one server is tried before the next (or the same one again); attempts start
+/// every second within it, the earlier ones kept going ([`moq_session::connect_within`]),
+/// so a returning server is found soon and a path slow to connect still connects.
+const CONNECT_WITHIN: Duration = Duration::from_secs(3);
 /// With backup servers, a session that delivers no media for this long is given up for
 /// the next server: a dead relay sends nothing, and QUIC's idle timeout is longer.
 const FAILOVER_SILENCE: Duration = Duration::from_secs(2);
@@ -481,19 +482,20 @@ async fn receive(
 ) -> Result<(), Lost> {
     let remaining = (progress.last_media() + config.timeout)
         .saturating_duration_since(Instant::now())
-        .clamp(RETRY_INTERVAL, CONNECT_ATTEMPT);
+        .clamp(RETRY_INTERVAL, CONNECT_WITHIN);
     let session_config = SessionConfig {
         path: Some(config.server.setup_path.clone()),
         auth_token: config.auth_token.clone(),
         versions: config.versions,
         ..SessionConfig::default()
     };
-    let connecting = moq_session::connect(&config.server.url, &config.server.trust, session_config);
-    let session = match tokio::time::timeout(remaining, connecting).await {
-        Ok(Ok(session)) => session,
-        Ok(Err(err)) => return Err(not_connected(config, err)),
-        Err(_) => return Err(not_connected(config, SessionError::Timeout("connecting"))),
-    };
+    let connecting = moq_session::connect_within(
+        &config.server.url,
+        &config.server.trust,
+        session_config,
+        remaining,
+    );
+    let session = connecting.await.map_err(|err| not_connected(config, err))?;
     let mut had_media = false;
     let mut session = session;
     receive_session(

@@ -1,4 +1,5 @@
-//! Connection migration: a publisher whose address changes keeps its relay session.
+//! Connection migration: a publisher whose address changes keeps its relay session. A
+//! publisher far from its relay connects at all.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -55,4 +56,37 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
         "the publisher never reconnected"
     );
     assert!(pause < Duration::from_millis(250), "a freeze of {pause:?}");
+}
+
+/// 700 ms from the relay to the publisher: the handshake and SETUP take about 1.4 s,
+/// longer than a connection attempt runs before the next one starts. The attempts kept
+/// going connect (restarted alone, none would ever finish): the publisher announces on
+/// one session and a viewer plays.
+#[test]
+fn a_publisher_slower_to_reach_than_the_attempt_interval_announces() {
+    let relay = Relay::start();
+    let slow = linkem::Profile::from_json_str(
+        r#"{"name": "slow", "queue_bytes": 500000,
+            "steps": [{"duration_s": 600, "rate_kbit": 0, "delay_ms": 700}]}"#,
+    )
+    .expect("profile");
+    let link = linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
+        downstream: Some(slow),
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts");
+    let sender = Sender::through_relay(&ours(format!(
+        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
+        link.local_addr(),
+        relay.fingerprint
+    )));
+    let announced = count_messages(&sender.pipeline, "moq-connected");
+    wait_announced(&sender.sink);
+    let viewer = relay.subscriber("media-timeout=30000");
+    viewer.wait_frames(48, WAIT).expect("plays");
+    assert_eq!(*announced.lock().unwrap(), 1, "announced on one session");
 }

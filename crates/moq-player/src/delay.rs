@@ -4,7 +4,8 @@
 //! from the encoder to here, plus the fixed offset between the two clocks. The timeline
 //! plays media at an offset (running − media); a frame whose transit is at most that
 //! offset arrives before its slot. The offset a track needs is the largest transit of
-//! its recent frames.
+//! its recent frames, each asked for in full for a second after it arrived and less as
+//! it ages, so the delay of a congestion episode that is over drains from then on.
 //!
 //! Part of a frame's transit is its size over the path's rate: on a slow link a
 //! keyframe takes several frame intervals to cross. That delay comes back with every
@@ -42,6 +43,13 @@ const MAX_SAMPLES: usize = 1_024;
 /// How long after the last large frame one of its size is still planned for: a keyframe
 /// interval up to this long keeps its keyframes' transfer in the need.
 const LARGE_MEMORY_NS: u64 = 10_000_000_000;
+/// A transit asks for its full delay this long after it arrived, and then for less...
+const HOLD_NS: u64 = 1_000_000_000;
+/// ...by this much per unit of age: the late frames of a congestion episode that is over
+/// give their delay back gradually from a second after the path recovered, not all at
+/// once when they leave the window (which kept the whole episode's delay two seconds
+/// after its last late frame).
+const RELEASE: f64 = 0.2;
 /// How much arrival time the window must span before its need is taken as settled: right
 /// after a clear, a few frames say little of what the next seconds bring.
 const SETTLE_NS: u64 = 1_000_000_000;
@@ -59,6 +67,15 @@ struct Sample {
     /// Arrival − media time, ns.
     transit: i64,
     size: u64,
+}
+
+impl Sample {
+    /// The transit it still asks for at `now`: all of it for [`HOLD_NS`], then less by
+    /// [`RELEASE`] of its age beyond.
+    fn held_transit(&self, now: u64) -> i64 {
+        let released = now.saturating_sub(self.arrival).saturating_sub(HOLD_NS) as f64 * RELEASE;
+        self.transit.saturating_sub(released as i64)
+    }
 }
 
 /// One track's transits, and what the next frames will need.
@@ -125,8 +142,8 @@ impl DelayEstimator {
     /// The offset (running − media, ns) at which the window's frames, and a next large
     /// frame like the last, arrive by their slots; `None` before any frame.
     pub fn need(&self) -> Option<i64> {
-        let latest = self.samples.iter().map(|s| s.transit).max()?;
         let now = self.samples.back()?.arrival;
+        let latest = self.samples.iter().map(|s| s.held_transit(now)).max()?;
         let Some(large) = self
             .large
             .filter(|l| now.saturating_sub(l.arrival) <= LARGE_MEMORY_NS)
@@ -263,6 +280,29 @@ mod tests {
             e.on_frame(arrival, i * FRAME_US, 900);
         }
         assert_eq!(e.need().unwrap() - e.floor().unwrap(), 90 * MS as i64);
+    }
+
+    #[test]
+    fn a_late_episodes_delay_is_held_a_second_then_given_back_gradually() {
+        let mut e = DelayEstimator::default();
+        // 20 ms transits, 300 ms for half a second (frames 24..36), then 20 ms again.
+        let needs: Vec<i64> = (0..96)
+            .map(|i| {
+                let transit = if (24..36).contains(&i) { 300 } else { 20 };
+                e.on_frame(
+                    (i * FRAME_US) as u64 * 1_000 + transit * MS,
+                    i * FRAME_US,
+                    900,
+                );
+                e.need().unwrap() / MS as i64
+            })
+            .collect();
+        // Frame 35, the last late one, arrived at 1.76 s: frame 65 arrives 1 s after it,
+        // 78 1.5 s after, 90 2 s after.
+        assert!(needs[36..=65].iter().all(|&n| n == 300), "{needs:?}");
+        assert!((180..=220).contains(&needs[78]), "{}", needs[78]);
+        assert!(needs[66..=89].windows(2).all(|w| w[1] <= w[0]), "{needs:?}");
+        assert_eq!(needs[90], 20);
     }
 
     #[test]

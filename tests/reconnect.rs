@@ -94,20 +94,7 @@ fn a_listening_moqsink_started_again_at_once_listens_on_its_port() {
 #[test]
 fn a_player_connects_over_a_path_slower_to_answer_than_the_attempt_interval() {
     let sender = Sender::start("");
-    let slow = linkem::Profile::from_json_str(
-        r#"{"name": "slow", "queue_bytes": 500000,
-            "steps": [{"duration_s": 600, "rate_kbit": 0, "delay_ms": 700}]}"#,
-    )
-    .expect("profile");
-    let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: std::net::SocketAddr::from(([127, 0, 0, 1], sender.port)),
-        downstream: Some(slow),
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts");
+    let link = link_to(sender.port, Some(delay_only(700)));
     let started = Instant::now();
     let receiver = Receiver::start(&format!(
         "url=moqt://{}/live tls-fingerprint={} media-timeout=15000",

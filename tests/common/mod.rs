@@ -92,6 +92,29 @@ pub fn run_for(command: &mut std::process::Command, duration: Duration) -> Strin
     text
 }
 
+/// A link emulator on loopback in front of the UDP server at `port`, doing `downstream` to
+/// what the server sends (`None`: passing it as it comes).
+pub fn link_to(port: u16, downstream: Option<linkem::Profile>) -> linkem::Link {
+    linkem::Link::start(linkem::LinkConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        forward: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        downstream,
+        upstream: None,
+        seed: 1,
+        log: None,
+    })
+    .expect("link starts")
+}
+
+/// A path that delays what the server sends by `ms`, at any rate.
+pub fn delay_only(ms: u64) -> linkem::Profile {
+    linkem::Profile::from_json_str(&format!(
+        r#"{{"name": "{ms} ms", "queue_bytes": 500000,
+            "steps": [{{"duration_s": 600, "rate_kbit": 0, "delay_ms": {ms}}}]}}"#
+    ))
+    .expect("profile")
+}
+
 /// Plays `pipeline`, whose moqsink `sink` has `listen=HOST:0`: the port it listens on.
 pub fn play_listening(pipeline: &gst::Pipeline, sink: &gst::Element) -> u16 {
     pipeline

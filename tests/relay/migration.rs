@@ -1,7 +1,6 @@
 //! Connection migration: a publisher whose address changes keeps its relay session. A
 //! publisher far from its relay connects at all.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::common::*;
@@ -15,20 +14,8 @@ use gst::prelude::*;
 fn a_publisher_whose_address_changes_keeps_its_relay_session() {
     const REBINDS: usize = 10;
     let relay = Relay::start();
-    let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
-        downstream: None,
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts");
-    let sender = Sender::through_relay(&ours(format!(
-        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
-        link.local_addr(),
-        relay.fingerprint
-    )));
+    let link = link_to(relay.port, None);
+    let sender = publisher_through(&relay, &link);
     let announced = count_messages(&sender.pipeline, "moq-connected");
     wait_announced(&sender.sink);
     let viewer = relay.subscriber("media-timeout=30000");
@@ -65,28 +52,20 @@ fn a_publisher_whose_address_changes_keeps_its_relay_session() {
 #[test]
 fn a_publisher_slower_to_reach_than_the_attempt_interval_announces() {
     let relay = Relay::start();
-    let slow = linkem::Profile::from_json_str(
-        r#"{"name": "slow", "queue_bytes": 500000,
-            "steps": [{"duration_s": 600, "rate_kbit": 0, "delay_ms": 700}]}"#,
-    )
-    .expect("profile");
-    let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], relay.port)),
-        downstream: Some(slow),
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts");
-    let sender = Sender::through_relay(&ours(format!(
-        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
-        link.local_addr(),
-        relay.fingerprint
-    )));
+    let link = link_to(relay.port, Some(delay_only(700)));
+    let sender = publisher_through(&relay, &link);
     let announced = count_messages(&sender.pipeline, "moq-connected");
     wait_announced(&sender.sink);
     let viewer = relay.subscriber("media-timeout=30000");
     viewer.wait_frames(48, WAIT).expect("plays");
     assert_eq!(*announced.lock().unwrap(), 1, "announced on one session");
+}
+
+/// A publisher to `relay` through `link`.
+fn publisher_through(relay: &Relay, link: &linkem::Link) -> Sender {
+    Sender::through_relay(&ours(format!(
+        "url=moqt://{}/{ROOT} namespace={NAMESPACE} tls-fingerprint={}",
+        link.local_addr(),
+        relay.fingerprint
+    )))
 }

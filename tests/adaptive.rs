@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,15 +50,7 @@ fn link_with_delay(port: u16, steps: &[(u64, u64)], delay_ms: u64) -> linkem::Li
         steps.join(",")
     ))
     .expect("a valid profile");
-    linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], port)),
-        downstream: Some(profile),
-        upstream: None,
-        seed: 7,
-        log: None,
-    })
-    .expect("link starts")
+    link_to(port, Some(profile))
 }
 
 /// The encoder's bitrate (kbit/s) sampled every 250 ms by a background thread.

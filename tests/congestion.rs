@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -78,15 +77,10 @@ fn run_with_budget(
         });
     let fingerprint = certificate_fingerprint(&sender, &sink);
     let port = play_listening(&sender, &sink);
-    let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], port)),
-        downstream: Some(linkem::Profile::constant(link_kbit, QUEUE_BYTES)),
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts");
+    let link = link_to(
+        port,
+        Some(linkem::Profile::constant(link_kbit, QUEUE_BYTES)),
+    );
 
     let receiver = gst::parse::launch(&format!(
         "moqsrc name=src url=moqt://{}/live tls-fingerprint={fingerprint} skip-forward={skip_forward} \

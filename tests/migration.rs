@@ -4,24 +4,10 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::*;
 use gst::prelude::*;
-
-/// A link in front of `port` on loopback, unshaped: only its rebinding matters here.
-fn link_to(port: u16) -> linkem::Link {
-    linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], port)),
-        downstream: None,
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts")
-}
 
 /// Ten rebindings, two seconds of playing apart (mobile viewers change address more than
 /// once): every one is carried on the same connection.
@@ -29,7 +15,7 @@ fn link_to(port: u16) -> linkem::Link {
 fn a_viewer_whose_address_changes_ten_times_plays_on_over_the_same_connection() {
     const REBINDS: usize = 10;
     let sender = Sender::start("");
-    let link = link_to(sender.port);
+    let link = link_to(sender.port, None);
     let receiver = Receiver::start(&format!(
         "url=moqt://{}/live tls-fingerprint={}",
         link.local_addr(),

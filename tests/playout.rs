@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,15 +34,7 @@ fn viewer(sender: &Sender, playout: &str) -> Viewer {
 /// A viewer of the moqsink listening at `port` through a link emulator following
 /// `profile`.
 fn viewer_through(port: u16, fingerprint: &str, profile: linkem::Profile, playout: &str) -> Viewer {
-    let link = linkem::Link::start(linkem::LinkConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        forward: SocketAddr::from(([127, 0, 0, 1], port)),
-        downstream: Some(profile),
-        upstream: None,
-        seed: 1,
-        log: None,
-    })
-    .expect("link starts");
+    let link = link_to(port, Some(profile));
     let pipeline = launch(&format!(
         "moqsrc name=src url=moqt://{}/live tls-fingerprint={fingerprint} playout={playout} \
          ! h264parse ! avdec_h264 ! fakesink name=out sync=true signal-handoffs=true",
